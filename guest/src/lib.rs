@@ -1,1 +1,85 @@
+//! SDK for writing pipewarden policies as WebAssembly components.
+//!
+//! A policy is a Rust library crate built for `wasm32-wasip2`. It implements [`Policy`] (the
+//! exports of the `pipewarden:policy@0.1.0` world) and names its type once with
+//! [`export_policy!`]:
+//!
+//! ```no_run
+//! use pipewarden_guest::{
+//!     Eligibility, Policy, RebuildDecision, RebuildInput, RenderContext, Tombstone,
+//!     WorkflowEvent,
+//! };
+//!
+//! struct Noop;
+//!
+//! impl Policy for Noop {
+//!     fn validate_settings(_settings: String) -> Result<(), String> {
+//!         Ok(())
+//!     }
+//!     fn should_rebuild(_input: RebuildInput) -> RebuildDecision {
+//!         RebuildDecision::Skip("this policy never rebuilds".into())
+//!     }
+//!     fn render_swf(swf: String, _context: RenderContext) -> Result<String, String> {
+//!         Ok(swf)
+//!     }
+//!     fn exit_eligibility(event: WorkflowEvent, tombstone: Option<Tombstone>) -> Eligibility {
+//!         pipewarden_guest::eligibility::argo_exit_eligibility(&event, tombstone.as_ref())
+//!     }
+//! }
+//!
+//! pipewarden_guest::export_policy!(Noop);
+//! ```
+//!
+//! Whole Kubernetes objects cross the boundary as JSON text. [`Swf`] and [`Workflow`] wrap the
+//! parsed `serde_json::Value` and read typed fields from it, so a policy that edits an object
+//! writes back everything it did not touch, unknown fields included.
+//!
+//! Helpers: [`rv`] orders resourceVersions, [`canonical`] gives canonical JSON and digests,
+//! [`swf`] reads `spec.workflow.spec` in either form and computes the render digest,
+//! [`eligibility`] holds Argo 4.1's exit-eligibility rules and [`log`] writes to the host's log.
 
+pub mod canonical;
+pub mod eligibility;
+pub mod log;
+pub mod rv;
+pub mod swf;
+pub mod workflow;
+
+/// The bindings generated from `wit/policy.wit`, shared by every policy.
+#[allow(clippy::too_many_arguments)] // the canonical ABI flattens records into arguments
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "policy",
+        additional_derives: [PartialEq, Eq],
+        pub_export_macro: true,
+        export_macro_name: "export",
+        default_bindings_module: "pipewarden_guest::bindings",
+    });
+}
+
+/// The exports a policy implements (the generated `Guest` trait of the `policy` world).
+pub use bindings::Guest as Policy;
+pub use bindings::pipewarden::policy::host::LogLevel;
+pub use bindings::pipewarden::policy::types::{
+    Eligibility, EventKind, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext, Stamps,
+    Tombstone, WorkflowEvent,
+};
+pub use swf::Swf;
+pub use workflow::Workflow;
+
+/// The annotation KFP-side tools read the rendered version from.
+pub const VERSION_ANNOTATION: &str = "pipelines.kubeflow.org/version";
+/// The annotation holding the digest of the last rendered spec (see [`swf::render_digest`]).
+pub const RENDER_HASH_ANNOTATION: &str = "pipewarden.io/render-hash";
+
+/// Exports a type implementing [`Policy`] as the component's `policy` world.
+///
+/// Invoke it once, in the crate that is built into the `.wasm` (a `cdylib`); a library meant to
+/// be reused by other policies must not invoke it, or the exports would clash at link time.
+#[macro_export]
+macro_rules! export_policy {
+    ($policy:ident) => {
+        $crate::bindings::export!($policy with_types_in $crate::bindings);
+    };
+}
