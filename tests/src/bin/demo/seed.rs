@@ -1,0 +1,97 @@
+//! Seeds the control plane with objects as KFP and Argo would have left them.
+
+use std::collections::BTreeSet;
+
+use anyhow::{Context as _, Result};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DynamicObject, ObjectMeta, PostParams};
+use kube::{Client, ResourceExt as _};
+use pipewarden_tests::apply_yaml;
+use pipewarden_tests::resources::{
+    SWF_KFP_2_17, WORKFLOW_KFP_SUCCEEDED, WORKFLOW_NOTIFY_RUNNING, data_dir, parse_object,
+};
+
+/// Where the KFP 2.3-era SWF fixture lives, once it exists.
+const KFP_2_3_FIXTURE: &str = "swf/kfp-2.3.yaml";
+
+pub struct Seeded {
+    objects: Vec<DynamicObject>,
+    kfp_2_3_fixture: bool,
+}
+
+impl Seeded {
+    pub fn summary(&self) -> String {
+        let count = |kind: &str| self.objects.iter().filter(|o| kind_of(o) == kind).count();
+        let namespaces: BTreeSet<String> =
+            self.objects.iter().filter_map(|o| o.namespace()).collect();
+        let fixture = if self.kfp_2_3_fixture { "with" } else { "no" };
+        format!(
+            "{} ScheduledWorkflows, {} Workflows in {} namespaces ({fixture} KFP 2.3 fixture)",
+            count("ScheduledWorkflow"),
+            count("Workflow"),
+            namespaces.len()
+        )
+    }
+}
+
+/// Applies the samples: the KFP 2.17 SWF in two profiles, the KFP 2.3 fixture if present,
+/// a completed KFP run and a running Argo workflow with an exit handler.
+pub async fn seed(client: &Client) -> Result<Seeded> {
+    let mut documents = vec![
+        SWF_KFP_2_17.to_owned(),
+        second_profile_copy(SWF_KFP_2_17)?,
+        WORKFLOW_KFP_SUCCEEDED.to_owned(),
+        WORKFLOW_NOTIFY_RUNNING.to_owned(),
+    ];
+    let fixture = data_dir().join(KFP_2_3_FIXTURE);
+    let kfp_2_3_fixture = fixture.is_file();
+    if kfp_2_3_fixture {
+        documents.push(
+            std::fs::read_to_string(&fixture)
+                .with_context(|| format!("reading {}", fixture.display()))?,
+        );
+    }
+
+    let mut objects = Vec::new();
+    for yaml in &documents {
+        create_namespaces_of(client, yaml).await?;
+        objects.extend(apply_yaml(client, None, yaml).await?);
+    }
+    Ok(Seeded {
+        objects,
+        kfp_2_3_fixture,
+    })
+}
+
+/// The same SWF in another user's profile namespace, under another name.
+fn second_profile_copy(yaml: &str) -> Result<String> {
+    let mut swf = parse_object(yaml)?;
+    swf.metadata.name = Some("nightlytrainq8z3m".to_owned());
+    swf.metadata.namespace = Some("kubeflow-user-team-b".to_owned());
+    Ok(serde_yaml::to_string(&swf)?)
+}
+
+async fn create_namespaces_of(client: &Client, yaml: &str) -> Result<()> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    for document in yaml.split("\n---") {
+        let Some(name) = parse_object(document).ok().and_then(|o| o.namespace()) else {
+            continue;
+        };
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        match namespaces.create(&PostParams::default(), &namespace).await {
+            Err(kube::Error::Api(status)) if status.is_already_exists() => {}
+            other => drop(other?),
+        }
+    }
+    Ok(())
+}
+
+pub fn kind_of(object: &DynamicObject) -> &str {
+    object.types.as_ref().map_or("", |t| t.kind.as_str())
+}

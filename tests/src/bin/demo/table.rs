@@ -1,0 +1,107 @@
+//! The table the demo prints: every SWF and Workflow with its driver image and state.
+
+use anyhow::Result;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::{Client, ResourceExt as _};
+use pipewarden_tests::resources::{swf_resource, workflow_resource};
+use serde_json::Value;
+
+pub struct Row {
+    namespace: String,
+    kind: &'static str,
+    name: String,
+    driver_image: String,
+    state: String,
+}
+
+/// Lists all ScheduledWorkflows and Workflows in every namespace.
+pub async fn inventory(client: &Client) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    let swfs: Api<DynamicObject> = Api::all_with(client.clone(), &swf_resource());
+    for swf in swfs.list(&ListParams::default()).await? {
+        let embedded = embedded_workflow(&swf.data["spec"]["workflow"]["spec"]);
+        let driver = embedded
+            .as_ref()
+            .map_or("(compiled at run time)".to_owned(), driver_image);
+        let state = swf
+            .labels()
+            .get("scheduledworkflows.kubeflow.org/status")
+            .cloned();
+        rows.push(row(&swf, "ScheduledWorkflow", driver, state));
+    }
+    let workflows: Api<DynamicObject> = Api::all_with(client.clone(), &workflow_resource());
+    for workflow in workflows.list(&ListParams::default()).await? {
+        let driver = driver_image(&workflow.data);
+        let phase = workflow.data["status"]["phase"].as_str().map(str::to_owned);
+        rows.push(row(&workflow, "Workflow", driver, phase));
+    }
+    rows.sort_by(|a, b| (&a.namespace, a.kind, &a.name).cmp(&(&b.namespace, b.kind, &b.name)));
+    Ok(rows)
+}
+
+fn row(
+    object: &DynamicObject,
+    kind: &'static str,
+    driver_image: String,
+    state: Option<String>,
+) -> Row {
+    Row {
+        namespace: object.namespace().unwrap_or_default(),
+        kind,
+        name: object.name_any(),
+        driver_image,
+        state: state.unwrap_or_else(|| "-".to_owned()),
+    }
+}
+
+/// `spec.workflow.spec` of an SWF: a JSON string, or an object in legacy SWFs.
+fn embedded_workflow(spec: &Value) -> Option<Value> {
+    match spec {
+        Value::String(text) => serde_json::from_str(text).ok(),
+        Value::Object(_) => Some(spec.clone()),
+        _ => None,
+    }
+}
+
+/// The KFP driver image of a Workflow, or `-` for a workflow KFP did not compile.
+fn driver_image(workflow: &Value) -> String {
+    let templates = workflow["spec"]["templates"]
+        .as_array()
+        .into_iter()
+        .flatten();
+    templates
+        .filter_map(|t| t["container"]["image"].as_str())
+        .find(|image| image.contains("kfp-driver"))
+        .unwrap_or("-")
+        .to_owned()
+}
+
+pub fn print(rows: &[Row]) {
+    let header = ["NAMESPACE", "KIND", "NAME", "DRIVER IMAGE", "STATE"];
+    let cells: Vec<[&str; 5]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.namespace.as_str(),
+                r.kind,
+                r.name.as_str(),
+                r.driver_image.as_str(),
+                r.state.as_str(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for line in &cells {
+        for (width, cell) in widths.iter_mut().zip(line) {
+            *width = (*width).max(cell.len());
+        }
+    }
+    for line in std::iter::once(&header).chain(&cells) {
+        let padded: Vec<String> = line
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    }
+}
