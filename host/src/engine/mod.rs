@@ -1,0 +1,256 @@
+//! The Wasm engine: loads a policy component and makes one typed call per WIT export.
+//!
+//! Nothing else in the host touches wasmtime. Each decision runs in a fresh instance from a
+//! pooled, pre-instantiated component, under an epoch deadline and a memory cap; a trap costs
+//! one decision, never the process.
+
+pub mod bindings;
+mod cache;
+mod error;
+mod instance;
+mod options;
+mod store;
+mod ticker;
+mod world;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+pub use bindings::{
+    Eligibility, EventKind, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext, Stamps,
+    Tombstone, WorkflowEvent,
+};
+pub use error::{Export, LoadError, PolicyError};
+pub use instance::PolicyInstance;
+pub use options::PolicyOptions;
+pub use world::WORLD;
+
+use bindings::PolicyPre;
+use store::StoreState;
+
+/// How a load obtained machine code for the policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeSource {
+    /// Compiled with Cranelift now.
+    Compiled,
+    /// Deserialized from the on-disk cache.
+    Cached,
+}
+
+#[derive(Clone, Debug)]
+pub struct LoadReport {
+    pub source: CodeSource,
+    /// Time to obtain machine code (compile or deserialize).
+    pub code_time: Duration,
+    pub wasm_bytes: usize,
+}
+
+/// A loaded, world-checked policy. Cheap to clone; safe to call from many threads.
+#[derive(Clone)]
+pub struct Policy {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Engine,
+    pre: PolicyPre<StoreState>,
+    options: PolicyOptions,
+    digest: String,
+    label: Arc<str>,
+    report: LoadReport,
+    _ticker: ticker::EpochTicker,
+}
+
+impl Policy {
+    /// Load a policy from a `.wasm` component file.
+    pub fn load(path: &Path, options: PolicyOptions) -> Result<Policy, LoadError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let label = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        Policy::from_bytes(&bytes, &label, options)
+    }
+
+    /// Load a policy from component bytes; `label` names it in logs.
+    pub fn from_bytes(
+        bytes: &[u8],
+        label: &str,
+        options: PolicyOptions,
+    ) -> Result<Policy, LoadError> {
+        if bytes.len() > options.max_component_bytes {
+            return Err(LoadError::TooLarge {
+                size: bytes.len(),
+                limit: options.max_component_bytes,
+            });
+        }
+        let digest = format!("sha256:{}", hex::encode(Sha256::digest(bytes)));
+        if let Some(pin) = &options.pinned_sha256 {
+            let pin = normalize_pin(pin)?;
+            if pin != digest {
+                return Err(LoadError::DigestMismatch {
+                    expected: pin,
+                    found: digest,
+                });
+            }
+        }
+        if !is_component(bytes) {
+            return Err(LoadError::NotAComponent);
+        }
+        let engine = new_engine(&options)?;
+        let cache = options.cache_dir.as_deref().map(cache::ArtifactCache::new);
+
+        let started = Instant::now();
+        let cached = cache.as_ref().and_then(|c| c.load(&engine, &digest));
+        let (component, source) = match cached {
+            Some(component) => (component, CodeSource::Cached),
+            None => {
+                let component = Component::new(&engine, bytes)
+                    .map_err(|e| LoadError::Compile(error::chain_message(&e)))?;
+                (component, CodeSource::Compiled)
+            }
+        };
+        let code_time = started.elapsed();
+
+        world::check(&engine, &component)?;
+        let pre = link(&engine, &component)?;
+        if source == CodeSource::Compiled
+            && let Some(cache) = &cache
+        {
+            cache.store(&engine, &digest, &component);
+        }
+        let ticker =
+            ticker::EpochTicker::start(&engine).map_err(|e| LoadError::Engine(e.to_string()))?;
+        Ok(Policy {
+            inner: Arc::new(Inner {
+                engine,
+                pre,
+                options,
+                digest,
+                label: label.into(),
+                report: LoadReport {
+                    source,
+                    code_time,
+                    wasm_bytes: bytes.len(),
+                },
+                _ticker: ticker,
+            }),
+        })
+    }
+
+    /// `sha256:<hex>` of the component bytes.
+    pub fn digest(&self) -> &str {
+        &self.inner.digest
+    }
+
+    /// The name the policy goes by in logs (its file name).
+    pub fn label(&self) -> &str {
+        &self.inner.label
+    }
+
+    pub fn load_report(&self) -> &LoadReport {
+        &self.inner.report
+    }
+
+    pub fn options(&self) -> &PolicyOptions {
+        &self.inner.options
+    }
+
+    /// A fresh instance for one or more calls. Decisions normally use the methods below, which
+    /// take a fresh instance per call; a kept instance is for benchmarks and trusted batches.
+    pub fn instance(&self) -> Result<PolicyInstance, PolicyError> {
+        PolicyInstance::new(self, None)
+    }
+
+    pub fn validate_settings(&self, settings: &str) -> Result<(), PolicyError> {
+        PolicyInstance::new(self, Some(Export::ValidateSettings))?.validate_settings(settings)
+    }
+
+    pub fn should_rebuild(&self, input: &RebuildInput) -> Result<RebuildDecision, PolicyError> {
+        PolicyInstance::new(self, Some(Export::ShouldRebuild))?.should_rebuild(input)
+    }
+
+    pub fn render_swf(&self, swf: &str, context: &RenderContext) -> Result<String, PolicyError> {
+        PolicyInstance::new(self, Some(Export::RenderSwf))?.render_swf(swf, context)
+    }
+
+    pub fn exit_eligibility(
+        &self,
+        event: &WorkflowEvent,
+        tombstone: Option<&Tombstone>,
+    ) -> Result<Eligibility, PolicyError> {
+        PolicyInstance::new(self, Some(Export::ExitEligibility))?.exit_eligibility(event, tombstone)
+    }
+
+    fn timeout_for(&self, export: Export) -> Duration {
+        match export {
+            Export::RenderSwf => self.inner.options.render_timeout,
+            _ => self.inner.options.decision_timeout,
+        }
+    }
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("label", &self.inner.label)
+            .field("digest", &self.inner.digest)
+            .finish()
+    }
+}
+
+/// A component binary starts with the wasm magic and layer 1 (a core module has layer 0).
+fn is_component(bytes: &[u8]) -> bool {
+    bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [1, 0]
+}
+
+fn normalize_pin(pin: &str) -> Result<String, LoadError> {
+    let hex = pin
+        .trim()
+        .strip_prefix("sha256:")
+        .unwrap_or(pin.trim())
+        .to_ascii_lowercase();
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(LoadError::BadPin(pin.to_string()));
+    }
+    Ok(format!("sha256:{hex}"))
+}
+
+fn new_engine(options: &PolicyOptions) -> Result<Engine, LoadError> {
+    let slots = options.max_concurrent_calls.max(1);
+    let mut pool = PoolingAllocationConfig::default();
+    // A Rust wasip2 component holds a handful of core instances, memories and tables.
+    pool.total_component_instances(slots)
+        .total_core_instances(slots * 16)
+        .total_memories(slots * 4)
+        .total_tables(slots * 8)
+        .max_memory_size(options.memory_limit.next_multiple_of(64 << 10));
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config).map_err(|e| LoadError::Engine(error::chain_message(&e)))
+}
+
+fn link(engine: &Engine, component: &Component) -> Result<PolicyPre<StoreState>, LoadError> {
+    let engine_error = |e: wasmtime::Error| LoadError::Engine(error::chain_message(&e));
+    let mut linker: Linker<StoreState> = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(engine_error)?;
+    bindings::Policy::add_to_linker::<StoreState, HasSelf<StoreState>>(&mut linker, |s| s)
+        .map_err(engine_error)?;
+    let mismatch = |e: wasmtime::Error| LoadError::WorldMismatch {
+        expected: WORLD,
+        found: error::chain_message(&e),
+    };
+    let instance_pre = linker.instantiate_pre(component).map_err(mismatch)?;
+    PolicyPre::new(instance_pre).map_err(mismatch)
+}

@@ -1,0 +1,147 @@
+//! Per-call store state: an empty WASI context, captured stdio, the memory cap, the log import.
+
+use std::sync::Arc;
+
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::LogLevel;
+use super::bindings::pipewarden::policy::host;
+
+/// Bytes of guest stdout/stderr and log text kept per call; the rest is dropped.
+const GUEST_OUTPUT_BUDGET: usize = 64 * 1024;
+
+pub(crate) struct StoreState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(crate) memory: MemoryCap,
+    stdout: MemoryOutputPipe,
+    stderr: MemoryOutputPipe,
+    log_budget: usize,
+    policy: Arc<str>,
+}
+
+impl StoreState {
+    /// No files, no env, no args, no network; stdio goes to bounded in-memory pipes.
+    pub(crate) fn new(policy: Arc<str>, memory_limit: usize) -> Self {
+        let stdout = MemoryOutputPipe::new(GUEST_OUTPUT_BUDGET);
+        let stderr = MemoryOutputPipe::new(GUEST_OUTPUT_BUDGET);
+        let wasi = WasiCtx::builder()
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        StoreState {
+            wasi,
+            table: ResourceTable::new(),
+            memory: MemoryCap {
+                limit: memory_limit,
+                exceeded: false,
+            },
+            stdout,
+            stderr,
+            log_budget: GUEST_OUTPUT_BUDGET,
+            policy,
+        }
+    }
+
+    /// What the guest wrote to stderr (a panic message lands here), lossily decoded.
+    pub(crate) fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.contents())
+            .trim()
+            .to_string()
+    }
+
+    /// Forward captured guest stdio to the host log once the call is over.
+    pub(crate) fn flush_stdio(&self) {
+        for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            let bytes = pipe.contents();
+            if !bytes.is_empty() {
+                let text = String::from_utf8_lossy(&bytes);
+                tracing::debug!(target: "pipewarden::policy", policy = %self.policy, stream, "{}", text.trim_end());
+            }
+        }
+    }
+}
+
+impl WasiView for StoreState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl host::Host for StoreState {
+    fn log(&mut self, level: LogLevel, message: String) {
+        if self.log_budget == 0 {
+            return;
+        }
+        let mut message = message;
+        if message.len() > self.log_budget {
+            let mut cut = self.log_budget;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            message.push_str(" [policy log budget exhausted]");
+            self.log_budget = 0;
+        } else {
+            self.log_budget -= message.len();
+        }
+        let policy = &*self.policy;
+        match level {
+            LogLevel::Debug => tracing::debug!(target: "pipewarden::policy", policy, "{message}"),
+            LogLevel::Info => tracing::info!(target: "pipewarden::policy", policy, "{message}"),
+            LogLevel::Warn => tracing::warn!(target: "pipewarden::policy", policy, "{message}"),
+            LogLevel::Error => tracing::error!(target: "pipewarden::policy", policy, "{message}"),
+        }
+    }
+}
+
+impl super::bindings::pipewarden::policy::types::Host for StoreState {}
+
+/// Caps guest linear memory; remembers that the cap was hit so the trap is reported as
+/// out-of-memory rather than a generic trap.
+pub(crate) struct MemoryCap {
+    limit: usize,
+    pub(crate) exceeded: bool,
+}
+
+impl MemoryCap {
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limit {
+            self.exceeded = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+}
+
+/// Generous for any real policy; stops a guest from growing tables without bound.
+const MAX_TABLE_ELEMENTS: usize = 100_000;
