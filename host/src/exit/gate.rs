@@ -1,0 +1,73 @@
+//! One exit-gate decision, the same offline (`eval`) and in the controller: read the tombstone,
+//! ask the policy, record what was seen. No I/O; a side effect is the caller's, and only when
+//! `act` is true.
+
+use serde_json::Value;
+
+use super::event::WorkflowFacts;
+use super::tombstone::{Entry, TombstoneCache, to_policy_tombstone};
+use crate::engine::{Eligibility, EventKind, Policy, PolicyError};
+
+#[derive(Debug)]
+pub struct Assessment {
+    pub facts: WorkflowFacts,
+    /// The tombstone the policy was shown.
+    pub tombstone: Option<Entry>,
+    pub eligibility: Eligibility,
+    /// Exit processing may run: the policy said process and the workflow is complete.
+    pub act: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error("workflow has no metadata.name or metadata.uid")]
+    Malformed,
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+}
+
+impl GateError {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            GateError::Malformed => "malformed",
+            GateError::Policy(e) => e.kind(),
+        }
+    }
+}
+
+pub fn assess(
+    policy: &Policy,
+    tombstones: &TombstoneCache,
+    kind: EventKind,
+    workflow: &Value,
+) -> Result<Assessment, GateError> {
+    let facts = WorkflowFacts::read(workflow).ok_or(GateError::Malformed)?;
+    let tombstone = tombstones.get(&facts.uid);
+    let now = tombstones.now();
+    let shown = tombstone
+        .as_ref()
+        .map(|entry| to_policy_tombstone(entry, now));
+    let eligibility = policy.exit_eligibility(&facts.event(kind, workflow), shown.as_ref())?;
+    // A rejected or requeued copy is older than what we know: it must not move the tombstone.
+    if matches!(eligibility, Eligibility::Process | Eligibility::Skip(_)) {
+        tombstones.observe(&facts.uid, &facts.sighting(kind));
+    }
+    let act =
+        matches!(eligibility, Eligibility::Process) && facts.complete && kind != EventKind::Deleted;
+    Ok(Assessment {
+        facts,
+        tombstone,
+        eligibility,
+        act,
+    })
+}
+
+/// Label and reason of an eligibility, for tables, logs and metrics.
+pub fn eligibility_parts(eligibility: &Eligibility) -> (&'static str, &str) {
+    match eligibility {
+        Eligibility::Process => ("process", ""),
+        Eligibility::Skip(reason) => ("skip", reason),
+        Eligibility::RejectStale(reason) => ("reject-stale", reason),
+        Eligibility::Requeue(reason) => ("requeue", reason),
+    }
+}

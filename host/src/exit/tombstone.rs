@@ -1,0 +1,249 @@
+//! The tombstone rules: per workflow uid, the highest resourceVersion seen, and whether the
+//! workflow had completed by then. Pure functions over an explicit clock, plus the bounded
+//! in-memory cache the controller keeps them in.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::engine;
+
+/// Argo's workflow phases; `New` is the empty phase of a workflow no controller touched yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    New,
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Error,
+    Unknown,
+}
+
+impl Phase {
+    pub fn parse(phase: &str) -> Phase {
+        match phase {
+            "" => Phase::New,
+            "Pending" => Phase::Pending,
+            "Running" => Phase::Running,
+            "Succeeded" => Phase::Succeeded,
+            "Failed" => Phase::Failed,
+            "Error" => Phase::Error,
+            _ => Phase::Unknown,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::New => "",
+            Phase::Pending => "Pending",
+            Phase::Running => "Running",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+            Phase::Error => "Error",
+            Phase::Unknown => "Unknown",
+        }
+    }
+
+    pub fn is_complete(self) -> bool {
+        matches!(self, Phase::Succeeded | Phase::Failed | Phase::Error)
+    }
+}
+
+/// What the host remembers about one uid. Small on purpose: one per recent workflow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub resource_version: u64,
+    pub phase: Phase,
+    /// Seen completed (or deleted) at `resource_version`: a tombstone proper.
+    pub completed: bool,
+    /// When the entry was created or last raised, on the cache's clock.
+    pub raised_at: Duration,
+}
+
+/// One observation of a workflow, as the rules need it.
+#[derive(Clone, Copy, Debug)]
+pub struct Sighting<'a> {
+    pub resource_version: &'a str,
+    pub phase: Phase,
+    /// Complete by phase or by the `workflows.argoproj.io/completed=true` label.
+    pub complete: bool,
+    pub deleted: bool,
+}
+
+/// Kubernetes resourceVersions compare as decimal integers: no sign, no leading zeros, not 0.
+pub fn parse_resource_version(rv: &str) -> Option<u64> {
+    if rv.is_empty() || rv.starts_with('0') || !rv.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    rv.parse().ok()
+}
+
+/// The entry after a sighting. The resourceVersion never goes down; an unparseable one
+/// changes nothing. A deleted workflow is treated as finished: nothing may act on a copy of it.
+pub fn advance(previous: Option<Entry>, sighting: &Sighting, now: Duration) -> Option<Entry> {
+    let Some(resource_version) = parse_resource_version(sighting.resource_version) else {
+        return previous;
+    };
+    match previous {
+        Some(entry) if resource_version <= entry.resource_version => Some(entry),
+        _ => Some(Entry {
+            resource_version,
+            phase: sighting.phase,
+            completed: sighting.complete || sighting.deleted,
+            raised_at: now,
+        }),
+    }
+}
+
+/// Whether an entry still counts at `now`.
+pub fn is_live(entry: &Entry, now: Duration, ttl: Duration) -> bool {
+    now.saturating_sub(entry.raised_at) < ttl
+}
+
+/// The record handed to the policy.
+pub fn to_policy_tombstone(entry: &Entry, now: Duration) -> engine::Tombstone {
+    engine::Tombstone {
+        resource_version: entry.resource_version.to_string(),
+        phase: entry.phase.as_str().to_string(),
+        completed: entry.completed,
+        age_seconds: now.saturating_sub(entry.raised_at).as_secs(),
+    }
+}
+
+/// Monotonic time for the cache; tests substitute a clock they move by hand.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Duration;
+}
+
+/// Time since the clock was made.
+pub struct MonotonicClock(Instant);
+
+impl MonotonicClock {
+    pub fn new() -> Self {
+        MonotonicClock(Instant::now())
+    }
+}
+
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for MonotonicClock {
+    fn now(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
+/// A clock moved by hand: for tests, and for `eval`'s simulated time.
+#[derive(Default)]
+pub struct ManualClock(std::sync::atomic::AtomicU64);
+
+impl ManualClock {
+    pub fn advance(&self, by: Duration) {
+        self.0
+            .fetch_add(by.as_nanos() as u64, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.0.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
+/// A uid packed into 16 bytes (Kubernetes uids are UUIDs); anything else is hashed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UidKey(u128);
+
+impl UidKey {
+    pub fn new(uid: &str) -> UidKey {
+        let hex: String = uid.chars().filter(|c| *c != '-').collect();
+        if hex.len() == 32
+            && let Ok(value) = u128::from_str_radix(&hex, 16)
+        {
+            return UidKey(value);
+        }
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(uid.as_bytes());
+        UidKey(u128::from_be_bytes(
+            digest[..16].try_into().expect("16 bytes"),
+        ))
+    }
+}
+
+/// Bounded, expiring map of uid -> entry. Expiry follows the injected clock; the cache's own
+/// time-to-live only reclaims memory a little later.
+#[derive(Clone)]
+pub struct TombstoneCache {
+    entries: moka::sync::Cache<UidKey, Entry>,
+    ttl: Duration,
+    clock: Arc<dyn Clock>,
+}
+
+impl TombstoneCache {
+    pub fn new(ttl: Duration, max_entries: u64, clock: Arc<dyn Clock>) -> Self {
+        let entries = moka::sync::Cache::builder()
+            .max_capacity(max_entries)
+            .time_to_live(ttl + Duration::from_secs(60))
+            .build();
+        TombstoneCache {
+            entries,
+            ttl,
+            clock,
+        }
+    }
+
+    pub fn now(&self) -> Duration {
+        self.clock.now()
+    }
+
+    /// The live entry for a uid, if any.
+    pub fn get(&self, uid: &str) -> Option<Entry> {
+        let key = UidKey::new(uid);
+        let entry = self.entries.get(&key)?;
+        if is_live(&entry, self.clock.now(), self.ttl) {
+            Some(entry)
+        } else {
+            self.entries.invalidate(&key);
+            None
+        }
+    }
+
+    /// Apply a sighting atomically for its uid; returns the entry now held.
+    pub fn observe(&self, uid: &str, sighting: &Sighting) -> Option<Entry> {
+        let now = self.clock.now();
+        let ttl = self.ttl;
+        let result = self
+            .entries
+            .entry(UidKey::new(uid))
+            .and_compute_with(|current| {
+                use moka::ops::compute::Op;
+                let previous = current
+                    .map(|e| e.into_value())
+                    .filter(|entry| is_live(entry, now, ttl));
+                match advance(previous, sighting, now) {
+                    Some(next) if Some(next) != previous => Op::Put(next),
+                    _ => Op::Nop,
+                }
+            });
+        use moka::ops::compute::CompResult;
+        match result {
+            CompResult::Inserted(e) | CompResult::ReplacedWith(e) | CompResult::Unchanged(e) => {
+                Some(e.into_value()).filter(|entry| is_live(entry, now, ttl))
+            }
+            CompResult::StillNone(_) | CompResult::Removed(_) => None,
+        }
+    }
+
+    /// Entries held, including some that expired but were not reclaimed yet.
+    pub fn len(&self) -> u64 {
+        self.entries.run_pending_tasks();
+        self.entries.entry_count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

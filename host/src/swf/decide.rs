@@ -1,0 +1,124 @@
+//! One SWF decision, the same offline (`eval`) and in the controller: ask the policy whether to
+//! rebuild, render, and diff. No I/O: the caller fetches before and writes after.
+
+use serde_json::Value;
+
+use super::diff::{Change, semantic_diff};
+use super::read_stamps;
+use crate::engine::{
+    Policy, PolicyError, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext,
+};
+
+/// What the render context holds for every SWF in a pass.
+#[derive(Clone, Debug)]
+pub struct RenderTarget {
+    pub rebuild_policy: RebuildPolicy,
+    pub target_version: Option<String>,
+    pub settings: String,
+}
+
+#[derive(Clone, Debug)]
+pub enum SwfOutcome {
+    /// The policy chose not to rebuild.
+    Skipped { reason: String },
+    /// Rebuilt, and the render equals the live object: nothing to write.
+    UpToDate { reason: String },
+    /// Rebuilt, and the render differs: write `desired`.
+    Rebuild {
+        reason: String,
+        desired: Value,
+        changes: Vec<Change>,
+    },
+    /// Rebuild policy `disable`: the render differs, but nothing is written.
+    WouldRebuild {
+        reason: String,
+        changes: Vec<Change>,
+    },
+}
+
+impl SwfOutcome {
+    /// A short label for tables, logs and metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            SwfOutcome::Skipped { .. } => "skip",
+            SwfOutcome::UpToDate { .. } => "up-to-date",
+            SwfOutcome::Rebuild { .. } => "rebuild",
+            SwfOutcome::WouldRebuild { .. } => "would-rebuild",
+        }
+    }
+
+    pub fn reason(&self) -> &str {
+        match self {
+            SwfOutcome::Skipped { reason }
+            | SwfOutcome::UpToDate { reason }
+            | SwfOutcome::Rebuild { reason, .. }
+            | SwfOutcome::WouldRebuild { reason, .. } => reason,
+        }
+    }
+
+    pub fn changes(&self) -> &[Change] {
+        match self {
+            SwfOutcome::Rebuild { changes, .. } | SwfOutcome::WouldRebuild { changes, .. } => {
+                changes
+            }
+            _ => &[],
+        }
+    }
+}
+
+/// Decide for one live SWF. Under `disable` the render still runs as a dry run, so drift is
+/// reported even though nothing is written.
+pub fn decide(
+    policy: &Policy,
+    live: &Value,
+    target: &RenderTarget,
+) -> Result<SwfOutcome, PolicyError> {
+    let live_json = live.to_string();
+    let input = RebuildInput {
+        policy: target.rebuild_policy,
+        swf: live_json.clone(),
+        target_version: target.target_version.clone(),
+        stamps: read_stamps(live),
+    };
+    let reason = match policy.should_rebuild(&input)? {
+        RebuildDecision::Rebuild(reason) => reason,
+        RebuildDecision::Skip(reason) if target.rebuild_policy != RebuildPolicy::Disable => {
+            return Ok(SwfOutcome::Skipped { reason });
+        }
+        RebuildDecision::Skip(reason) => {
+            let (_, changes) = render_and_diff(policy, &live_json, live, target)?;
+            return Ok(if changes.is_empty() {
+                SwfOutcome::Skipped { reason }
+            } else {
+                SwfOutcome::WouldRebuild { reason, changes }
+            });
+        }
+    };
+    let (desired, changes) = render_and_diff(policy, &live_json, live, target)?;
+    Ok(if changes.is_empty() {
+        SwfOutcome::UpToDate { reason }
+    } else {
+        SwfOutcome::Rebuild {
+            reason,
+            desired,
+            changes,
+        }
+    })
+}
+
+fn render_and_diff(
+    policy: &Policy,
+    live_json: &str,
+    live: &Value,
+    target: &RenderTarget,
+) -> Result<(Value, Vec<Change>), PolicyError> {
+    let context = RenderContext {
+        target_version: target.target_version.clone(),
+        settings: target.settings.clone(),
+    };
+    let rendered = policy.render_swf(live_json, &context)?;
+    // The engine already checked the render is a JSON object.
+    let desired: Value = serde_json::from_str(&rendered).unwrap_or_default();
+    let changes = semantic_diff(live, &desired);
+    Ok((desired, changes))
+}

@@ -1,0 +1,61 @@
+//! ScheduledWorkflow logic that needs no cluster: stamps, the rebuild policy, diff and patch.
+
+pub mod decide;
+pub mod diff;
+pub mod patch;
+
+use serde_json::Value;
+
+use crate::engine::{RebuildPolicy, Stamps};
+
+/// The KFP-side stamp: the version an SWF was last rendered for.
+pub const VERSION_ANNOTATION: &str = "pipelines.kubeflow.org/version";
+/// Digest of the spec the last render produced; a mismatch means the spec was edited since.
+pub const RENDER_HASH_ANNOTATION: &str = "pipewarden.io/render-hash";
+/// Env var an operator sets to choose the rebuild policy.
+pub const REBUILD_POLICY_ENV: &str = "ML_PIPELINE_SCHEDULEDRUNS_REBUILDPOLICY";
+
+/// The stamps the host reads from an SWF's annotations.
+pub fn read_stamps(swf: &Value) -> Stamps {
+    let annotation = |key: &str| {
+        swf.pointer("/metadata/annotations")
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    Stamps {
+        version: annotation(VERSION_ANNOTATION),
+        render_hash: annotation(RENDER_HASH_ANNOTATION),
+    }
+}
+
+/// Parses `disable | always | on-version-change`; the error lists the valid values.
+pub fn parse_rebuild_policy(value: &str) -> Result<RebuildPolicy, String> {
+    match value.trim() {
+        "disable" => Ok(RebuildPolicy::Disable),
+        "always" => Ok(RebuildPolicy::Always),
+        "on-version-change" => Ok(RebuildPolicy::OnVersionChange),
+        other => Err(format!(
+            "unknown rebuild policy {other:?}; valid values are: disable, always, on-version-change"
+        )),
+    }
+}
+
+pub fn rebuild_policy_name(policy: RebuildPolicy) -> &'static str {
+    match policy {
+        RebuildPolicy::Disable => "disable",
+        RebuildPolicy::Always => "always",
+        RebuildPolicy::OnVersionChange => "on-version-change",
+    }
+}
+
+/// `namespace/name` of an object, for logs and tables.
+pub fn object_key(object: &Value) -> String {
+    let field = |key: &str| {
+        object
+            .pointer(&format!("/metadata/{key}"))
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+    };
+    format!("{}/{}", field("namespace"), field("name"))
+}
