@@ -1,0 +1,231 @@
+//! `pipewarden eval`: run a policy offline over SWFs and workflow event sequences, through the
+//! same engine and decision logic as the controller.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::inputs::{self, EventInput, Input};
+use super::policy_args::{PolicyArgs, read_settings};
+use super::table::Table;
+use crate::engine::Policy;
+use crate::exit::event::event_kind_name;
+use crate::exit::gate::{self, eligibility_parts};
+use crate::exit::tombstone::{ManualClock, TombstoneCache};
+use crate::swf::decide::{RenderTarget, SwfOutcome, decide};
+use crate::swf::{REBUILD_POLICY_ENV, object_key, parse_rebuild_policy};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    Table,
+    Json,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// disable | always | on-version-change
+    #[arg(long, env = REBUILD_POLICY_ENV, default_value = "always")]
+    pub rebuild_policy: String,
+    /// The KFP version to render for.
+    #[arg(long, env = "PIPEWARDEN_TARGET_VERSION")]
+    pub target_version: Option<String>,
+    /// Policy settings (JSON or YAML).
+    #[arg(long, env = "PIPEWARDEN_SETTINGS")]
+    pub settings: Option<PathBuf>,
+    /// How long a tombstone lasts in the simulated event sequence.
+    #[arg(long, default_value = "10m", value_parser = humantime_secs)]
+    pub tombstone_ttl: Duration,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+    /// SWF files, or files of workflow watch events.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+}
+
+/// Returns whether every decision was made (no policy error).
+pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
+    let rebuild_policy = parse_rebuild_policy(&args.rebuild_policy).map_err(anyhow::Error::msg)?;
+    let settings = read_settings(args.settings.as_ref())?;
+    let policy = args.policy.load()?;
+    policy
+        .validate_settings(&settings)
+        .map_err(|e| anyhow::anyhow!("settings rejected: {e}"))?;
+    let target = RenderTarget {
+        rebuild_policy,
+        target_version: args.target_version.clone(),
+        settings,
+    };
+    let mut all_ok = true;
+    let mut swfs = Vec::new();
+    for path in &args.inputs {
+        for input in inputs::load(path)? {
+            match input {
+                Input::Swf { object, .. } => swfs.push(object),
+                Input::Events { source, events } => {
+                    all_ok &= eval_events(&policy, &source, &events, args)?;
+                }
+            }
+        }
+    }
+    if !swfs.is_empty() {
+        all_ok &= eval_swfs(&policy, &swfs, &target, args.output);
+    }
+    Ok(all_ok)
+}
+
+fn eval_swfs(policy: &Policy, swfs: &[Value], target: &RenderTarget, output: OutputFormat) -> bool {
+    let mut table = Table::new(&["SWF", "DECISION", "CHANGES", "REASON"]);
+    let mut diffs = String::new();
+    let mut all_ok = true;
+    for swf in swfs {
+        let key = object_key(swf);
+        let (label, reason, outcome) = match decide(policy, swf, target) {
+            Ok(outcome) => (outcome.label(), outcome.reason().to_string(), Some(outcome)),
+            Err(error) => {
+                all_ok = false;
+                ("error", format!("{} ({})", error, error.kind()), None)
+            }
+        };
+        let changes = outcome.as_ref().map(SwfOutcome::changes).unwrap_or(&[]);
+        if output == OutputFormat::Json {
+            let lines: Vec<String> = changes.iter().map(ToString::to_string).collect();
+            let paths: Vec<&str> = changes.iter().map(|c| c.path()).collect();
+            println!(
+                "{}",
+                json!({"swf": key, "decision": label, "reason": reason, "paths": paths, "diff": lines})
+            );
+            continue;
+        }
+        table.row(vec![
+            key.clone(),
+            label.into(),
+            changes.len().to_string(),
+            reason,
+        ]);
+        if !changes.is_empty() {
+            diffs.push_str(&format!("\n{key}: {} change(s)\n", changes.len()));
+            for change in changes {
+                diffs.push_str(&format!("  {change}\n"));
+            }
+        }
+    }
+    if output == OutputFormat::Table {
+        print!("{}{diffs}", table.render());
+    }
+    all_ok
+}
+
+fn eval_events(
+    policy: &Policy,
+    source: &str,
+    events: &[EventInput],
+    args: &EvalArgs,
+) -> anyhow::Result<bool> {
+    let clock = Arc::new(ManualClock::default());
+    let tombstones = TombstoneCache::new(args.tombstone_ttl, 100_000, clock.clone());
+    let mut notified = HashSet::new();
+    let mut table = Table::new(&[
+        "#",
+        "EVENT",
+        "WORKFLOW",
+        "UID",
+        "RV",
+        "PHASE",
+        "TOMBSTONE",
+        "DECISION",
+        "ACTION",
+        "REASON",
+    ]);
+    let mut all_ok = true;
+    for (index, input) in events.iter().enumerate() {
+        clock.advance(Duration::from_secs(input.after_seconds));
+        let kind = event_kind_name(input.kind);
+        let row = match gate::assess(policy, &tombstones, input.kind, &input.workflow) {
+            Ok(assessment) => {
+                let facts = &assessment.facts;
+                let tombstone = assessment
+                    .tombstone
+                    .map(|t| {
+                        format!(
+                            "{}{}",
+                            t.resource_version,
+                            if t.completed { " done" } else { "" }
+                        )
+                    })
+                    .unwrap_or_else(|| "-".into());
+                let (decision, reason) = eligibility_parts(&assessment.eligibility);
+                let action = if !assessment.act {
+                    "-"
+                } else if notified.insert(facts.completion_key()) {
+                    "notify"
+                } else {
+                    "already notified"
+                };
+                json!({
+                    "#": index + 1, "event": kind, "workflow": format!("{}/{}", facts.namespace, facts.name),
+                    "uid": facts.uid, "rv": facts.resource_version, "phase": facts.phase_text,
+                    "tombstone": tombstone, "decision": decision, "action": action, "reason": reason,
+                })
+            }
+            Err(error) => {
+                all_ok = false;
+                json!({"#": index + 1, "event": kind, "decision": "error", "reason": format!("{error} ({})", error.kind())})
+            }
+        };
+        if args.output == OutputFormat::Json {
+            println!("{row}");
+        } else {
+            let cell = |key: &str| match &row[key] {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            table.row(
+                [
+                    "#",
+                    "event",
+                    "workflow",
+                    "uid",
+                    "rv",
+                    "phase",
+                    "tombstone",
+                    "decision",
+                    "action",
+                    "reason",
+                ]
+                .iter()
+                .map(|key| cell(key))
+                .collect(),
+            );
+        }
+    }
+    if args.output == OutputFormat::Table {
+        println!("{source}: {} event(s)", events.len());
+        print!("{}", table.render());
+    }
+    Ok(all_ok)
+}
+
+/// Parses `90s`, `10m`, `2h` or plain seconds.
+pub fn humantime_secs(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("not a duration: {text:?}"))?;
+    let seconds = match unit {
+        "" | "s" => value,
+        "m" => value * 60,
+        "h" => value * 3600,
+        _ => return Err(format!("unknown unit in {text:?}; use s, m or h")),
+    };
+    Ok(Duration::from_secs(seconds))
+}
