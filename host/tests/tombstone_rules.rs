@@ -1,0 +1,141 @@
+//! The host's tombstone rules over BRIEF-style event sequences, with a clock moved by hand.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pipewarden::exit::tombstone::{
+    ManualClock, Phase, Sighting, TombstoneCache, UidKey, advance, parse_resource_version,
+};
+
+fn seen(rv: &str, phase: Phase) -> Sighting<'_> {
+    Sighting {
+        resource_version: rv,
+        phase,
+        complete: phase.is_complete(),
+        deleted: false,
+    }
+}
+
+fn cache(ttl_secs: u64) -> (TombstoneCache, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::default());
+    (
+        TombstoneCache::new(Duration::from_secs(ttl_secs), 1000, clock.clone()),
+        clock,
+    )
+}
+
+#[test]
+fn resource_versions_are_decimal_without_leading_zeros() {
+    assert_eq!(parse_resource_version("110"), Some(110));
+    for bad in [
+        "",
+        "0",
+        "0110",
+        "-1",
+        "1e3",
+        "abc",
+        " 5",
+        "99999999999999999999999",
+    ] {
+        assert_eq!(parse_resource_version(bad), None, "{bad:?}");
+    }
+}
+
+#[test]
+fn the_brief_sequence_keeps_the_highest_completed_version() {
+    let (tombs, _) = cache(600);
+    let u1 = "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61";
+    tombs.observe(u1, &seen("100", Phase::New));
+    tombs.observe(u1, &seen("101", Phase::Running));
+    tombs.observe(u1, &seen("105", Phase::Running));
+    let done = tombs.observe(u1, &seen("110", Phase::Succeeded)).unwrap();
+    assert_eq!((done.resource_version, done.completed), (110, true));
+
+    // A stale completion copy (rv 105) must not lower the tombstone.
+    let after_stale = tombs.observe(u1, &seen("105", Phase::Succeeded)).unwrap();
+    assert_eq!(after_stale.resource_version, 110);
+    assert!(after_stale.completed);
+
+    // The controller's own annotation write raises it; still completed.
+    let raised = tombs.observe(u1, &seen("111", Phase::Succeeded)).unwrap();
+    assert_eq!((raised.resource_version, raised.completed), (111, true));
+
+    // Delete: recorded as finished; a re-creation has a new uid and starts clean.
+    let deleted = Sighting {
+        deleted: true,
+        ..seen("112", Phase::Succeeded)
+    };
+    assert!(tombs.observe(u1, &deleted).unwrap().completed);
+    assert!(tombs.get("0b1c2d3e-0000-4000-8000-000000000002").is_none());
+}
+
+#[test]
+fn a_retry_raises_the_entry_and_clears_completed() {
+    let previous = advance(None, &seen("110", Phase::Succeeded), Duration::ZERO);
+    let retried = advance(
+        previous,
+        &seen("150", Phase::Running),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    assert_eq!((retried.resource_version, retried.completed), (150, false));
+    assert_eq!(retried.raised_at, Duration::from_secs(5));
+}
+
+#[test]
+fn an_unparseable_version_changes_nothing() {
+    let previous = advance(None, &seen("110", Phase::Succeeded), Duration::ZERO);
+    assert_eq!(
+        advance(
+            previous,
+            &seen("not-a-number", Phase::Running),
+            Duration::ZERO
+        ),
+        previous
+    );
+    assert_eq!(
+        advance(None, &seen("", Phase::Running), Duration::ZERO),
+        None
+    );
+}
+
+#[test]
+fn tombstones_expire_after_the_ttl_on_the_injected_clock() {
+    let (tombs, clock) = cache(600);
+    let uid = "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61";
+    tombs.observe(uid, &seen("110", Phase::Succeeded));
+    clock.advance(Duration::from_secs(599));
+    assert!(tombs.get(uid).is_some());
+    clock.advance(Duration::from_secs(1));
+    assert!(tombs.get(uid).is_none(), "expired at exactly the ttl");
+    // After expiry a stale copy starts a fresh entry, as after a restart.
+    let fresh = tombs.observe(uid, &seen("105", Phase::Running)).unwrap();
+    assert_eq!((fresh.resource_version, fresh.completed), (105, false));
+}
+
+#[test]
+fn raising_an_entry_restarts_its_ttl() {
+    let (tombs, clock) = cache(600);
+    let uid = "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61";
+    tombs.observe(uid, &seen("110", Phase::Succeeded));
+    clock.advance(Duration::from_secs(500));
+    tombs.observe(uid, &seen("111", Phase::Succeeded));
+    clock.advance(Duration::from_secs(500));
+    assert_eq!(tombs.get(uid).unwrap().resource_version, 111);
+}
+
+#[test]
+fn a_new_cache_is_empty_as_after_a_restart() {
+    let (tombs, _) = cache(600);
+    assert!(tombs.is_empty());
+    assert!(tombs.get("7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61").is_none());
+}
+
+#[test]
+fn uid_keys_pack_uuids_and_hash_anything_else() {
+    let a = UidKey::new("7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61");
+    assert_eq!(a, UidKey::new("7F0C7C1E-4D8A-4A63-9B1F-1C2D3E4F5A61"));
+    assert_ne!(a, UidKey::new("7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a62"));
+    assert_ne!(UidKey::new("u1"), UidKey::new("u2"));
+    assert_eq!(UidKey::new("u1"), UidKey::new("u1"));
+}
