@@ -1,1 +1,38 @@
+//! The default pipewarden policy for Kubeflow Pipelines.
+//!
+//! Renders ScheduledWorkflows to the driver/launcher images and driver flags its settings name
+//! (see `settings/kfp-2.17.0.json` and the README), decides rebuilds from the version and
+//! render-hash stamps, and applies Argo 4.1's stale-copy rules to workflow events. The logic
+//! is in [`kfp_core`], where native callers (tests, benchmarks) should reach it; this crate
+//! only exports it as the component.
 
+use pipewarden_guest::{
+    Eligibility, Policy, RebuildDecision, RebuildInput, RenderContext, Tombstone, WorkflowEvent,
+};
+
+pub use kfp_core;
+use kfp_core::Settings;
+
+/// The default policy, as exported by this component.
+pub struct KfpDefault;
+
+impl Policy for KfpDefault {
+    fn validate_settings(settings: String) -> Result<(), String> {
+        Settings::parse(&settings).map(drop)
+    }
+
+    fn should_rebuild(input: RebuildInput) -> RebuildDecision {
+        kfp_core::should_rebuild(&input)
+    }
+
+    fn render_swf(swf: String, context: RenderContext) -> Result<String, String> {
+        let settings = Settings::parse(&context.settings)?;
+        kfp_core::render_swf(&swf, context.target_version.as_deref(), &settings)
+    }
+
+    fn exit_eligibility(event: WorkflowEvent, tombstone: Option<Tombstone>) -> Eligibility {
+        kfp_core::exit_eligibility(&event, tombstone.as_ref())
+    }
+}
+
+pipewarden_guest::export_policy!(KfpDefault);

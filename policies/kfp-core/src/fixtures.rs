@@ -1,0 +1,47 @@
+//! Test fixtures: the SWFs under `tests/data/swf` and the shipped 2.17.0 settings.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::Settings;
+
+fn repo_file(relative: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A fixture SWF (YAML on disk) as JSON text.
+pub fn swf_json(name: &str) -> String {
+    let yaml: Value = serde_yaml::from_str(&repo_file(&format!("tests/data/swf/{name}"))).unwrap();
+    serde_json::to_string(&yaml).unwrap()
+}
+
+pub fn settings_text() -> String {
+    repo_file("policies/kfp-default/settings/kfp-2.17.0.json")
+}
+
+pub fn settings() -> Settings {
+    Settings::parse(&settings_text()).unwrap()
+}
+
+/// The workflow embedded in an SWF given as JSON text, in either storage form.
+pub fn embedded(swf_json: &str) -> Value {
+    let swf: Value = serde_json::from_str(swf_json).unwrap();
+    match &swf["spec"]["workflow"]["spec"] {
+        Value::String(text) => serde_json::from_str(text).unwrap(),
+        other => other.clone(),
+    }
+}
+
+/// The template called `name` in a parsed workflow.
+pub fn template<'a>(workflow: &'a Value, name: &str) -> &'a Value {
+    workflow["spec"]["templates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|template| template["name"] == name)
+        .unwrap_or_else(|| panic!("no template {name}"))
+}

@@ -1,0 +1,75 @@
+//! should-rebuild: the operator's rebuild policy applied to an SWF's stamps.
+
+use pipewarden_guest::{RebuildDecision, RebuildInput, RebuildPolicy, Swf};
+
+/// Whether the SWF in `input` should be re-rendered now. Reasons are short sentences for the
+/// operator.
+///
+/// - Reference-only SWFs are always skipped: KFP compiles them at run time.
+/// - `always` rebuilds (the host writes only if the render differs).
+/// - `on-version-change` rebuilds when the version stamp is missing or differs from the target,
+///   when there is no render-hash stamp, or when the live spec no longer matches it (an
+///   out-of-band edit); with the target unknown, only drift triggers a rebuild.
+/// - `disable` skips, saying what `on-version-change` would have done.
+pub fn should_rebuild(input: &RebuildInput) -> RebuildDecision {
+    let swf = match Swf::from_json(&input.swf) {
+        Ok(swf) => swf,
+        Err(error) if input.policy == RebuildPolicy::Disable => {
+            return RebuildDecision::Skip(format!("Rebuild policy is disable; {error}."));
+        }
+        // Rendering fails on the same input and reports it where the operator looks.
+        Err(error) => {
+            return RebuildDecision::Rebuild(format!("{error}; rendering will say more."));
+        }
+    };
+    if swf.is_reference_only() {
+        return RebuildDecision::Skip(
+            "Reference-only SWF (no workflow.spec): KFP compiles it at run time.".to_owned(),
+        );
+    }
+    match input.policy {
+        RebuildPolicy::Always => RebuildDecision::Rebuild("Rebuild policy is always.".to_owned()),
+        RebuildPolicy::OnVersionChange => version_check(&swf, input),
+        RebuildPolicy::Disable => RebuildDecision::Skip(match version_check(&swf, input) {
+            RebuildDecision::Rebuild(why) => {
+                format!("Rebuild policy is disable; would rebuild: {why}")
+            }
+            RebuildDecision::Skip(why) => format!("Rebuild policy is disable; {why}"),
+        }),
+    }
+}
+
+fn version_check(swf: &Swf, input: &RebuildInput) -> RebuildDecision {
+    let stamps = &input.stamps;
+    let drifted = stamps
+        .render_hash
+        .as_deref()
+        .map(|stamped| stamped != swf.render_digest());
+    let Some(target) = input.target_version.as_deref().filter(|t| !t.is_empty()) else {
+        return if drifted == Some(true) {
+            RebuildDecision::Rebuild(DRIFTED.to_owned())
+        } else {
+            RebuildDecision::Skip(
+                "Target version unknown; nothing to compare the stamp with.".to_owned(),
+            )
+        };
+    };
+    match (stamps.version.as_deref(), drifted) {
+        (None, _) => RebuildDecision::Rebuild(format!("No version stamp; target is {target}.")),
+        (Some(stamped), _) if stamped != target => {
+            RebuildDecision::Rebuild(format!("Stamped for {stamped}; target is {target}."))
+        }
+        (Some(_), None) => RebuildDecision::Rebuild(
+            "No render-hash stamp to check the live spec against.".to_owned(),
+        ),
+        (Some(_), Some(true)) => RebuildDecision::Rebuild(DRIFTED.to_owned()),
+        (Some(_), Some(false)) => RebuildDecision::Skip(format!(
+            "Up to date: rendered for {target}, unchanged since."
+        )),
+    }
+}
+
+const DRIFTED: &str = "The live spec differs from its last render (edited out of band).";
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,170 @@
+use pipewarden_guest::{Stamps, Swf};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::fixtures::{settings, swf_json};
+use crate::render_swf;
+
+fn input(policy: RebuildPolicy, swf: &str, target: Option<&str>) -> RebuildInput {
+    let stamps = Swf::from_json(swf).map(|s| s.stamps()).unwrap_or(Stamps {
+        version: None,
+        render_hash: None,
+    });
+    RebuildInput {
+        policy,
+        swf: swf.to_owned(),
+        target_version: target.map(str::to_owned),
+        stamps,
+    }
+}
+
+fn decide(policy: RebuildPolicy, swf: &str, target: Option<&str>) -> RebuildDecision {
+    should_rebuild(&input(policy, swf, target))
+}
+
+fn rendered() -> String {
+    render_swf(&swf_json("kfp-2.3.yaml"), Some("2.17.0"), &settings()).unwrap()
+}
+
+fn edited(swf: &str, edit: impl FnOnce(&mut Value)) -> String {
+    let mut value: Value = serde_json::from_str(swf).unwrap();
+    edit(&mut value);
+    value.to_string()
+}
+
+fn rebuilds(decision: &RebuildDecision, why: &str) -> bool {
+    matches!(decision, RebuildDecision::Rebuild(reason) if reason.contains(why))
+}
+
+fn skips(decision: &RebuildDecision, why: &str) -> bool {
+    matches!(decision, RebuildDecision::Skip(reason) if reason.contains(why))
+}
+
+const ALL: [RebuildPolicy; 3] = [
+    RebuildPolicy::Disable,
+    RebuildPolicy::Always,
+    RebuildPolicy::OnVersionChange,
+];
+
+#[test]
+fn reference_only_is_skipped_under_every_policy() {
+    let swf = swf_json("kfp-reference-only.yaml");
+    for policy in ALL {
+        assert!(skips(
+            &decide(policy, &swf, Some("2.17.0")),
+            "Reference-only"
+        ));
+    }
+}
+
+#[test]
+fn always_rebuilds_even_when_up_to_date() {
+    let decision = decide(RebuildPolicy::Always, &rendered(), Some("2.17.0"));
+    assert!(rebuilds(&decision, "always"), "{decision:?}");
+}
+
+#[test]
+fn disable_skips_and_says_what_it_would_do() {
+    let old = decide(
+        RebuildPolicy::Disable,
+        &swf_json("kfp-2.3.yaml"),
+        Some("2.17.0"),
+    );
+    assert!(skips(&old, "would rebuild: No version stamp"), "{old:?}");
+    let current = decide(RebuildPolicy::Disable, &rendered(), Some("2.17.0"));
+    assert!(skips(&current, "disable; Up to date"), "{current:?}");
+}
+
+#[test]
+fn missing_version_stamp_rebuilds() {
+    let decision = decide(
+        RebuildPolicy::OnVersionChange,
+        &swf_json("kfp-2.3.yaml"),
+        Some("2.17.0"),
+    );
+    assert!(
+        rebuilds(&decision, "No version stamp; target is 2.17.0"),
+        "{decision:?}"
+    );
+}
+
+#[test]
+fn different_version_stamp_rebuilds() {
+    let decision = decide(RebuildPolicy::OnVersionChange, &rendered(), Some("2.18.0"));
+    assert!(
+        rebuilds(&decision, "Stamped for 2.17.0; target is 2.18.0"),
+        "{decision:?}"
+    );
+}
+
+#[test]
+fn missing_render_hash_rebuilds() {
+    let swf = edited(&rendered(), |swf| {
+        swf["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove(pipewarden_guest::RENDER_HASH_ANNOTATION);
+    });
+    let decision = decide(RebuildPolicy::OnVersionChange, &swf, Some("2.17.0"));
+    assert!(rebuilds(&decision, "No render-hash stamp"), "{decision:?}");
+}
+
+#[test]
+fn out_of_band_edit_rebuilds() {
+    let swf = edited(&rendered(), |swf| {
+        swf["spec"]["workflow"]["spec"] =
+            json!({"dynamicKey1": "dynamicValue1", "dynamicKey2": "dynamicValue2"});
+    });
+    let decision = decide(RebuildPolicy::OnVersionChange, &swf, Some("2.17.0"));
+    assert!(rebuilds(&decision, "out of band"), "{decision:?}");
+}
+
+#[test]
+fn up_to_date_render_is_skipped() {
+    let decision = decide(RebuildPolicy::OnVersionChange, &rendered(), Some("2.17.0"));
+    assert!(
+        skips(&decision, "Up to date: rendered for 2.17.0"),
+        "{decision:?}"
+    );
+}
+
+#[test]
+fn reordered_parameters_are_not_drift() {
+    let swf = render_swf(
+        &swf_json("kfp-2.3-parameters.yaml"),
+        Some("2.17.0"),
+        &settings(),
+    )
+    .unwrap();
+    let swf = edited(&swf, |swf| {
+        swf["spec"]["workflow"]["parameters"]
+            .as_array_mut()
+            .unwrap()
+            .reverse();
+    });
+    let decision = decide(RebuildPolicy::OnVersionChange, &swf, Some("2.17.0"));
+    assert!(skips(&decision, "Up to date"), "{decision:?}");
+}
+
+#[test]
+fn unknown_target_skips_unless_the_spec_drifted() {
+    for target in [None, Some("")] {
+        let old = decide(
+            RebuildPolicy::OnVersionChange,
+            &swf_json("kfp-2.3.yaml"),
+            target,
+        );
+        assert!(skips(&old, "Target version unknown"), "{old:?}");
+        let drifted = edited(&rendered(), |swf| swf["spec"]["enabled"] = json!(false));
+        let decision = decide(RebuildPolicy::OnVersionChange, &drifted, target);
+        assert!(rebuilds(&decision, "out of band"), "{decision:?}");
+    }
+}
+
+#[test]
+fn unreadable_swf_defers_to_render_unless_disabled() {
+    let decision = decide(RebuildPolicy::OnVersionChange, "{", Some("2.17.0"));
+    assert!(rebuilds(&decision, "not valid JSON"), "{decision:?}");
+    let decision = decide(RebuildPolicy::Disable, "[]", Some("2.17.0"));
+    assert!(skips(&decision, "not a JSON object"), "{decision:?}");
+}
