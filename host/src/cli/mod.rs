@@ -21,6 +21,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Run the controller.
+    Run(Box<crate::controller::RunArgs>),
     /// Evaluate a policy offline on SWFs and workflow event sequences.
     Eval(eval::EvalArgs),
     /// Compile a policy into the cache directory.
@@ -30,6 +32,10 @@ pub enum Command {
 /// Runs the command; the returned code is the process exit status.
 pub fn main(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
+        Command::Run(args) => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(crate::controller::run(*args)).map(|()| 0)
+        }
         Command::Eval(args) => Ok(if eval::run(&args)? { 0 } else { 1 }),
         Command::Precompile(args) => precompile::run(&args).map(|()| 0),
     }

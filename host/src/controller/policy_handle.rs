@@ -1,0 +1,68 @@
+//! The policy in force and its settings, swappable while the loops run.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+
+use super::metrics::{ExportLabel, Metrics};
+use crate::engine::{Export, Policy, PolicyError};
+
+/// A policy that passed `validate-settings` with these settings.
+pub struct LoadedPolicy {
+    pub policy: Policy,
+    pub settings: String,
+}
+
+#[derive(Clone)]
+pub struct PolicyHandle {
+    current: Arc<ArcSwap<LoadedPolicy>>,
+    metrics: Arc<Metrics>,
+}
+
+impl PolicyHandle {
+    pub fn new(loaded: LoadedPolicy, metrics: Arc<Metrics>) -> Self {
+        PolicyHandle {
+            current: Arc::new(ArcSwap::from_pointee(loaded)),
+            metrics,
+        }
+    }
+
+    pub fn current(&self) -> Arc<LoadedPolicy> {
+        self.current.load_full()
+    }
+
+    /// Put a validated policy in force; calls already running finish on the old one.
+    pub fn swap(&self, loaded: LoadedPolicy) {
+        self.current.store(Arc::new(loaded));
+    }
+
+    /// Run a policy decision off the async runtime (a guest may run up to its deadline), timing
+    /// it and counting its failure under the export and error kind.
+    pub async fn call<R, F>(&self, export: Export, decide: F) -> Result<R, PolicyError>
+    where
+        F: FnOnce(&LoadedPolicy) -> Result<R, PolicyError> + Send + 'static,
+        R: Send + 'static,
+    {
+        let loaded = self.current();
+        let started = Instant::now();
+        let result = tokio::task::spawn_blocking(move || decide(&loaded))
+            .await
+            .unwrap_or_else(|join_error| {
+                Err(PolicyError::Trap {
+                    export,
+                    message: format!("host task failed: {join_error}"),
+                })
+            });
+        self.metrics
+            .policy_call_seconds
+            .get_or_create(&ExportLabel {
+                export: export.name().to_string(),
+            })
+            .observe(started.elapsed().as_secs_f64());
+        if let Err(error) = &result {
+            self.metrics.policy_error(error);
+        }
+        result
+    }
+}
