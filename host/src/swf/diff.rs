@@ -55,17 +55,58 @@ impl std::fmt::Display for Change {
                 removed,
                 added,
             } => {
-                write!(f, "~ {path}:")?;
-                for value in removed {
-                    write!(f, " -{}", brief(value))?;
+                if removed.len() + added.len() <= SHORT_LIST {
+                    write!(f, "~ {path}:")?;
+                    for value in removed {
+                        write!(f, " -{}", brief(value))?;
+                    }
+                    for value in added {
+                        write!(f, " +{}", brief(value))?;
+                    }
+                    return Ok(());
                 }
-                for value in added {
-                    write!(f, " +{}", brief(value))?;
+                write!(f, "~ {path}: -{} +{} items", removed.len(), added.len())?;
+                for (sign, values) in [('-', removed), ('+', added)] {
+                    for item in flag_groups(values) {
+                        write!(f, "\n    {sign} {item}")?;
+                    }
                 }
                 Ok(())
             }
         }
     }
+}
+
+/// Item edits up to this many print on one line; longer ones print one item per line.
+const SHORT_LIST: usize = 4;
+
+/// Items as lines, a `--flag` joined with the value that follows it, as on a command line.
+fn flag_groups(values: &[Value]) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut pending_flag = false;
+    for value in values {
+        let text = value
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| value.to_string());
+        let shown = if text.is_empty() {
+            "\"\"".to_string()
+        } else {
+            text.clone()
+        };
+        match lines.last_mut() {
+            Some(last) if pending_flag && !text.starts_with("--") => {
+                last.push(' ');
+                last.push_str(&shown);
+                pending_flag = false;
+            }
+            _ => {
+                pending_flag = text.starts_with("--") && !text.contains('=');
+                lines.push(shown);
+            }
+        }
+    }
+    lines
 }
 
 /// Differences in `spec` and in the annotations `desired` sets; empty means no write is needed.
@@ -292,7 +333,7 @@ fn key_segment(key: &str) -> String {
 
 /// A value shortened for one line of output.
 fn brief(value: &Value) -> String {
-    const MAX: usize = 80;
+    const MAX: usize = 160;
     let text = value.to_string();
     if text.chars().count() <= MAX {
         return text;
