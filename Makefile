@@ -19,7 +19,7 @@ demo: control-plane
 	$(call phase,demo,$(CARGO) run -q -p pipewarden-tests --bin demo -- $(DEMO_ARGS))
 
 test: toolchain control-plane policies
-	$(call phase,cargo test,$(CARGO) test --workspace)
+	$(call phase,cargo test,$(CARGO) test --workspace --no-fail-fast)
 
 # The Wasm target for policies. Go must already be installed: it builds the control plane.
 toolchain:
