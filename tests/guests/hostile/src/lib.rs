@@ -10,12 +10,15 @@
 //! | should-rebuild    | SWF annotations `hostile.pipewarden.io/mode` and `.../bytes`           |
 //! | exit-eligibility  | the workflow's annotations (or the event's labels), same keys         |
 //!
-//! Modes: `ok` (the default: behave sensibly), `spin` (loop forever), `alloc-bomb` (allocate
-//! until memory runs out), `stack-overflow`, `panic` (message starts with
-//! [`PANIC_MESSAGE`]), `abort` (trap without a message), `huge-output` (an answer of `bytes`
-//! bytes, default 100 MB), `bad-json` (render-swf returns text that is not JSON), `error`
-//! (render-swf and validate-settings return an error), `log-flood` and `print-flood` (write
-//! `bytes` bytes to the host log, or to stdout and stderr, then behave as `ok`).
+//! Modes:
+//! - `ok` (the default): behave sensibly; should-rebuild says rebuild, so render-swf runs.
+//! - `spin`: loop forever. `alloc-bomb`: allocate until memory runs out. `stack-overflow`.
+//! - `panic`: the message starts with [`PANIC_MESSAGE`]. `abort`: trap without a message.
+//! - `huge-output`: an answer of `bytes` bytes (default 100 MB; render-swf's is a JSON string).
+//! - `bad-json`: render-swf returns text that is not JSON.
+//! - `error`: render-swf and validate-settings return an error.
+//! - `log-flood`, `print-flood`: write `bytes` bytes to the host log, or to stdout and stderr,
+//!   then behave as `ok`.
 
 use std::hint::black_box;
 use std::io::Write;
@@ -53,6 +56,15 @@ pub enum Mode {
 pub struct Behaviour {
     pub mode: Mode,
     pub bytes: usize,
+}
+
+impl Behaviour {
+    fn shrunk_by(self, bytes: usize) -> Self {
+        Self {
+            bytes: self.bytes.saturating_sub(bytes),
+            ..self
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -157,7 +169,8 @@ impl Policy for HostilePolicy {
         misbehave(behaviour, "should-rebuild");
         match behaviour.mode {
             Mode::HugeOutput => RebuildDecision::Rebuild(huge(behaviour)),
-            _ => RebuildDecision::Skip("hostile policy in ok mode".to_owned()),
+            // Rebuild, so a render follows and its mode (from the settings) runs.
+            _ => RebuildDecision::Rebuild("hostile policy in ok mode".to_owned()),
         }
     }
 
@@ -169,7 +182,8 @@ impl Policy for HostilePolicy {
         };
         misbehave(behaviour, "render-swf");
         match behaviour.mode {
-            Mode::HugeOutput => Ok(huge(behaviour)),
+            // Valid JSON, so only the size is wrong with it.
+            Mode::HugeOutput => Ok(format!("\"{}\"", huge(behaviour.shrunk_by(2)))),
             Mode::BadJson => Ok("this is not JSON {".to_owned()),
             Mode::Error => Err("hostile policy fails this render on purpose".to_owned()),
             _ => Ok(swf),

@@ -51,7 +51,7 @@ fn ok_mode_behaves() {
         Ok("{}".into())
     );
     let decision = HostilePolicy::should_rebuild(rebuild_input("{}".into()));
-    assert!(matches!(decision, RebuildDecision::Skip(_)));
+    assert!(matches!(decision, RebuildDecision::Rebuild(_)));
     let answer = HostilePolicy::exit_eligibility(event("{}".into(), vec![]), None);
     assert_eq!(answer, Eligibility::Process);
 }
@@ -81,6 +81,7 @@ fn huge_output_in_every_export() {
     );
     let rendered = HostilePolicy::render_swf("{}".into(), context(settings)).unwrap();
     assert_eq!(rendered.len(), 4096);
+    assert!(serde_json::from_str::<String>(&rendered).is_ok());
     let input = rebuild_input(annotated_swf("huge-output", "5000"));
     let RebuildDecision::Rebuild(reason) = HostilePolicy::should_rebuild(input) else {
         panic!("expected a rebuild");
