@@ -34,22 +34,26 @@ impl Seeded {
     }
 }
 
-/// Applies the samples: the KFP 2.17 SWF in two profiles, the KFP 2.3 fixture if present,
-/// a completed KFP run and a running Argo workflow with an exit handler.
+/// Applies the samples: the KFP 2.17 SWF in two profiles, the KFP 2.3 fixture (if present) in a
+/// third, a completed KFP run and a running Argo workflow with an exit handler.
 pub async fn seed(client: &Client) -> Result<Seeded> {
     let mut documents = vec![
         SWF_KFP_2_17.to_owned(),
-        second_profile_copy(SWF_KFP_2_17)?,
+        placed(
+            SWF_KFP_2_17,
+            "kubeflow-user-team-b",
+            Some("nightlytrainq8z3m"),
+        )?,
         WORKFLOW_KFP_SUCCEEDED.to_owned(),
         WORKFLOW_NOTIFY_RUNNING.to_owned(),
     ];
     let fixture = data_dir().join(KFP_2_3_FIXTURE);
     let kfp_2_3_fixture = fixture.is_file();
     if kfp_2_3_fixture {
-        documents.push(
-            std::fs::read_to_string(&fixture)
-                .with_context(|| format!("reading {}", fixture.display()))?,
-        );
+        let yaml = std::fs::read_to_string(&fixture)
+            .with_context(|| format!("reading {}", fixture.display()))?;
+        // The same recurring run, left behind in a profile that was never re-rendered.
+        documents.push(placed(&yaml, "kubeflow-user-team-a", None)?);
     }
 
     let mut objects = Vec::new();
@@ -63,12 +67,14 @@ pub async fn seed(client: &Client) -> Result<Seeded> {
     })
 }
 
-/// The same SWF in another user's profile namespace, under another name.
-fn second_profile_copy(yaml: &str) -> Result<String> {
-    let mut swf = parse_object(yaml)?;
-    swf.metadata.name = Some("nightlytrainq8z3m".to_owned());
-    swf.metadata.namespace = Some("kubeflow-user-team-b".to_owned());
-    Ok(serde_yaml::to_string(&swf)?)
+/// The object of `yaml` moved to another profile namespace, optionally renamed.
+fn placed(yaml: &str, namespace: &str, name: Option<&str>) -> Result<String> {
+    let mut object = parse_object(yaml)?;
+    object.metadata.namespace = Some(namespace.to_owned());
+    if let Some(name) = name {
+        object.metadata.name = Some(name.to_owned());
+    }
+    Ok(serde_yaml::to_string(&object)?)
 }
 
 async fn create_namespaces_of(client: &Client, yaml: &str) -> Result<()> {

@@ -72,8 +72,15 @@ fn driver_image(workflow: &Value) -> String {
     templates
         .filter_map(|t| t["container"]["image"].as_str())
         .find(|image| image.contains("kfp-driver"))
-        .unwrap_or("-")
-        .to_owned()
+        .map_or("-".to_owned(), short_digest)
+}
+
+/// `name@sha256:<64 hex>` shortened to 12 hex digits, so the table stays readable.
+fn short_digest(image: &str) -> String {
+    match image.split_once("@sha256:") {
+        Some((name, digest)) if digest.len() > 12 => format!("{name}@sha256:{}…", &digest[..12]),
+        _ => image.to_owned(),
+    }
 }
 
 pub fn print(rows: &[Row]) {
@@ -93,7 +100,7 @@ pub fn print(rows: &[Row]) {
     let mut widths = header.map(str::len);
     for line in &cells {
         for (width, cell) in widths.iter_mut().zip(line) {
-            *width = (*width).max(cell.len());
+            *width = (*width).max(cell.chars().count());
         }
     }
     for line in std::iter::once(&header).chain(&cells) {
