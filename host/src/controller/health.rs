@@ -1,7 +1,6 @@
 //! Liveness, readiness and metrics over HTTP.
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -46,7 +45,7 @@ struct HttpState {
 }
 
 pub async fn serve(
-    addr: SocketAddr,
+    listener: tokio::net::TcpListener,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
 ) -> anyhow::Result<()> {
@@ -55,7 +54,6 @@ pub async fn serve(
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .with_state(HttpState { metrics, readiness });
-    let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving /healthz, /readyz, /metrics");
     axum::serve(listener, app).await?;
     Ok(())

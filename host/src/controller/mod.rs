@@ -66,12 +66,38 @@ pub fn load_policy(
     result
 }
 
-pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+/// A started controller: its loops and HTTP server run until `stop`, or until dropped.
+pub struct ControllerHandle {
+    pub ctx: Context,
+    /// Where /healthz, /readyz and /metrics are served (the bound port, if 0 was asked).
+    pub http_addr: SocketAddr,
+    tasks: tokio::task::JoinSet<anyhow::Result<()>>,
+}
+
+impl ControllerHandle {
+    pub fn metrics(&self) -> &Metrics {
+        &self.ctx.metrics
+    }
+
+    /// Stop every loop at once, as a killed process would: nothing is flushed or finished.
+    pub async fn stop(mut self) {
+        self.tasks.shutdown().await;
+    }
+
+    /// Wait until a task fails (they run forever otherwise).
+    pub async fn wait(&mut self) -> anyhow::Result<()> {
+        match self.tasks.join_next().await {
+            Some(Ok(result)) => result,
+            Some(Err(join_error)) => Err(join_error.into()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Load the policy, then start the HTTP server and the loops against `client`.
+pub async fn start(args: RunArgs, client: kube::Client) -> anyhow::Result<ControllerHandle> {
     let metrics = Arc::new(Metrics::new());
     let loaded = load_policy(&args.policy, args.settings.as_ref(), &metrics)?;
-    let client = kube::Client::try_default()
-        .await
-        .context("cannot build a Kubernetes client (KUBECONFIG or in-cluster config)")?;
     let (_writer, may_write) = watch::channel(true);
     metrics.leader.set(1);
     let ctx = Context::new(
@@ -82,15 +108,30 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         args.concurrency,
         may_write,
     );
-    let http = tokio::spawn(health::serve(
-        args.http_addr,
-        metrics,
-        ctx.readiness.clone(),
-    ));
+    let listener = tokio::net::TcpListener::bind(args.http_addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.http_addr))?;
+    let http_addr = listener.local_addr()?;
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(health::serve(listener, metrics, ctx.readiness.clone()));
+    Ok(ControllerHandle {
+        ctx,
+        http_addr,
+        tasks,
+    })
+}
+
+/// `pipewarden run`: start, then run until SIGTERM or Ctrl-C, or until a loop fails.
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let client = kube::Client::try_default()
+        .await
+        .context("cannot build a Kubernetes client (KUBECONFIG or in-cluster config)")?;
+    let mut handle = start(args, client).await?;
     tokio::select! {
-        result = http => result.context("http server task")?,
+        result = handle.wait() => result,
         _ = shutdown_signal() => {
             tracing::info!("shutting down");
+            handle.stop().await;
             Ok(())
         }
     }
