@@ -245,6 +245,19 @@ impl Swf {
     pub fn render_digest(&self) -> String {
         render_digest(self.spec().unwrap_or(&Value::Null))
     }
+
+    /// [`render_digest`] of this SWF's `spec` with `workflow` as its embedded workflow: the
+    /// same value as setting it and calling [`Swf::render_digest`], without parsing it back.
+    pub fn render_digest_with(&self, workflow: &EmbeddedWorkflow) -> String {
+        let mut spec = self
+            .spec()
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        if let Some(spec) = spec.as_object_mut() {
+            object_entry(spec, "workflow").insert("spec".to_owned(), workflow.value.clone());
+        }
+        render_digest(&spec)
+    }
 }
 
 /// The digest stamped as `pipewarden.io/render-hash`: `sha256:` over the canonical JSON of

@@ -156,3 +156,12 @@ fn unparseable_embedded_string_is_digested_as_text() {
     let spec = json!({"workflow": {"spec": "not json"}});
     assert_eq!(normalized_spec(&spec), spec);
 }
+
+#[test]
+fn digest_with_a_parsed_workflow_matches_the_stored_one() {
+    let mut swf = swf_with_spec(workflow());
+    let embedded = swf.embedded_workflow().unwrap().unwrap();
+    let ahead = swf.render_digest_with(&embedded);
+    swf.set_embedded_workflow(&embedded);
+    assert_eq!(ahead, swf.render_digest());
+}

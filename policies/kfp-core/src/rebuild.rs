@@ -41,12 +41,15 @@ pub fn should_rebuild(input: &RebuildInput) -> RebuildDecision {
 
 fn version_check(swf: &Swf, input: &RebuildInput) -> RebuildDecision {
     let stamps = &input.stamps;
-    let drifted = stamps
-        .render_hash
-        .as_deref()
-        .map(|stamped| stamped != swf.render_digest());
+    // The digest is the costly part: computed only when the answer depends on it.
+    let drifted = || {
+        stamps
+            .render_hash
+            .as_deref()
+            .map(|stamped| stamped != swf.render_digest())
+    };
     let Some(target) = input.target_version.as_deref().filter(|t| !t.is_empty()) else {
-        return if drifted == Some(true) {
+        return if drifted() == Some(true) {
             RebuildDecision::Rebuild(DRIFTED.to_owned())
         } else {
             RebuildDecision::Skip(
@@ -54,18 +57,20 @@ fn version_check(swf: &Swf, input: &RebuildInput) -> RebuildDecision {
             )
         };
     };
-    match (stamps.version.as_deref(), drifted) {
-        (None, _) => RebuildDecision::Rebuild(format!("No version stamp; target is {target}.")),
-        (Some(stamped), _) if stamped != target => {
+    match stamps.version.as_deref() {
+        None => RebuildDecision::Rebuild(format!("No version stamp; target is {target}.")),
+        Some(stamped) if stamped != target => {
             RebuildDecision::Rebuild(format!("Stamped for {stamped}; target is {target}."))
         }
-        (Some(_), None) => RebuildDecision::Rebuild(
-            "No render-hash stamp to check the live spec against.".to_owned(),
-        ),
-        (Some(_), Some(true)) => RebuildDecision::Rebuild(DRIFTED.to_owned()),
-        (Some(_), Some(false)) => RebuildDecision::Skip(format!(
-            "Up to date: rendered for {target}, unchanged since."
-        )),
+        Some(_) => match drifted() {
+            None => RebuildDecision::Rebuild(
+                "No render-hash stamp to check the live spec against.".to_owned(),
+            ),
+            Some(true) => RebuildDecision::Rebuild(DRIFTED.to_owned()),
+            Some(false) => RebuildDecision::Skip(format!(
+                "Up to date: rendered for {target}, unchanged since."
+            )),
+        },
     }
 }
 

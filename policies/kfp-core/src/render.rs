@@ -50,7 +50,7 @@ pub fn render_swf_with(
     if let Some(version) = target_version.filter(|version| !version.is_empty()) {
         swf.set_annotation(VERSION_ANNOTATION, version);
     }
-    let digest = swf.render_digest();
+    let digest = swf.render_digest_with(&workflow);
     swf.set_annotation(RENDER_HASH_ANNOTATION, &digest);
     Ok(swf.to_json())
 }
