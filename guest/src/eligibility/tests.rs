@@ -1,4 +1,5 @@
-//! BRIEF §2's event sequence, one assertion per step, against a minimal stand-in for the
+//! The stale-exit-handler event sequence (a stale copy of a completed workflow, then a re-creation
+//! under the same name), one assertion per step, against a minimal stand-in for the
 //! host's tombstone cache.
 
 use std::collections::HashMap;
