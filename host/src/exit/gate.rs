@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::event::WorkflowFacts;
 use super::tombstone::{Entry, TombstoneCache, to_policy_tombstone};
-use crate::engine::{Eligibility, EventKind, Policy, PolicyError};
+use crate::engine::{Eligibility, EventKind, Policy, PolicyError, Tombstone, WorkflowEvent};
 
 #[derive(Debug)]
 pub struct Assessment {
@@ -41,13 +41,29 @@ pub fn assess(
     kind: EventKind,
     workflow: &Value,
 ) -> Result<Assessment, GateError> {
+    assess_with(
+        |event, tombstone| policy.exit_eligibility(event, tombstone),
+        tombstones,
+        kind,
+        workflow,
+    )
+}
+
+/// [`assess`] with the decision supplied by the caller: a kept instance (benchmarks) or the
+/// policy's logic compiled natively (tests comparing it with the component).
+pub fn assess_with(
+    decide: impl FnOnce(&WorkflowEvent, Option<&Tombstone>) -> Result<Eligibility, PolicyError>,
+    tombstones: &TombstoneCache,
+    kind: EventKind,
+    workflow: &Value,
+) -> Result<Assessment, GateError> {
     let facts = WorkflowFacts::read(workflow).ok_or(GateError::Malformed)?;
     let tombstone = tombstones.get(&facts.uid);
     let now = tombstones.now();
     let shown = tombstone
         .as_ref()
         .map(|entry| to_policy_tombstone(entry, now));
-    let eligibility = policy.exit_eligibility(&facts.event(kind, workflow), shown.as_ref())?;
+    let eligibility = decide(&facts.event(kind, workflow), shown.as_ref())?;
     // A rejected or requeued copy is older than what we know: it must not move the tombstone.
     if matches!(eligibility, Eligibility::Process | Eligibility::Skip(_)) {
         tombstones.observe(&facts.uid, &facts.sighting(kind));

@@ -1,5 +1,8 @@
-//! The exit gate's logic that needs no cluster: tombstones, workflow events, the decision.
+//! The exit gate's logic that needs no cluster: tombstones, workflow events, the decision,
+//! and the once-per-completion notification rules.
 
 pub mod event;
 pub mod gate;
+pub mod notification;
+pub mod retry;
 pub mod tombstone;

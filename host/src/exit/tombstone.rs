@@ -171,6 +171,10 @@ impl UidKey {
             digest[..16].try_into().expect("16 bytes"),
         ))
     }
+
+    pub fn as_u128(self) -> u128 {
+        self.0
+    }
 }
 
 /// Bounded, expiring map of uid -> entry. Expiry follows the injected clock; the cache's own
@@ -240,6 +244,11 @@ impl TombstoneCache {
     /// Entries held, including some that expired but were not reclaimed yet.
     pub fn len(&self) -> u64 {
         self.entries.run_pending_tasks();
+        self.entries.entry_count()
+    }
+
+    /// Entries held as last counted; cheap, for the gauge.
+    pub fn approx_len(&self) -> u64 {
         self.entries.entry_count()
     }
 

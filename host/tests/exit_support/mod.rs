@@ -1,0 +1,84 @@
+//! Workflows as Argo leaves them and the two ways to decide on them (the compiled default
+//! policy, and the same rules compiled natively), shared by the exit-gate tests and bench.
+
+#![allow(dead_code)]
+
+use pipewarden::engine::{Eligibility, EventKind, PolicyError, Tombstone, WorkflowEvent};
+use pipewarden_guest as guest;
+use serde_json::{Value, json};
+
+pub const U1: &str = "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61";
+pub const U2: &str = "0b1c2d3e-5f60-4718-8a9b-0c1d2e3f4a52";
+pub const FINISHED: &str = "2026-08-04T01:09:41Z";
+
+/// A Workflow named `nightly-etl` at `rv` in `phase`; complete phases carry the completed
+/// label and `finished_at`.
+pub fn workflow(uid: &str, rv: &str, phase: &str, finished_at: Option<&str>) -> Value {
+    let complete = matches!(phase, "Succeeded" | "Failed" | "Error");
+    let mut status = json!({});
+    if !phase.is_empty() {
+        status["phase"] = json!(phase);
+        status["startedAt"] = json!("2026-08-04T01:00:03Z");
+    }
+    if let Some(at) = finished_at {
+        status["finishedAt"] = json!(at);
+    }
+    json!({
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {
+            "name": "nightly-etl",
+            "namespace": "data-eng",
+            "uid": uid,
+            "resourceVersion": rv,
+            "labels": {
+                "workflows.argoproj.io/completed": complete.to_string(),
+                "workflows.argoproj.io/phase": phase,
+            },
+        },
+        "spec": {"entrypoint": "etl", "onExit": "notify-on-failure"},
+        "status": status,
+    })
+}
+
+/// A completed workflow as Argo leaves it.
+pub fn completed(uid: &str, rv: &str, phase: &str) -> Value {
+    workflow(uid, rv, phase, Some(FINISHED))
+}
+
+/// The policy's rules (kfp-core, the default policy's logic) compiled natively.
+pub fn native(
+    event: &WorkflowEvent,
+    tombstone: Option<&Tombstone>,
+) -> Result<Eligibility, PolicyError> {
+    let kind = match event.kind {
+        EventKind::Added => guest::EventKind::Added,
+        EventKind::Modified => guest::EventKind::Modified,
+        EventKind::Deleted => guest::EventKind::Deleted,
+        EventKind::Relisted => guest::EventKind::Relisted,
+    };
+    let event = guest::WorkflowEvent {
+        kind,
+        namespace: event.namespace.clone(),
+        name: event.name.clone(),
+        uid: event.uid.clone(),
+        resource_version: event.resource_version.clone(),
+        phase: event.phase.clone(),
+        labels: event.labels.clone(),
+        workflow: event.workflow.clone(),
+    };
+    let tombstone = tombstone.map(|t| guest::Tombstone {
+        resource_version: t.resource_version.clone(),
+        phase: t.phase.clone(),
+        completed: t.completed,
+        age_seconds: t.age_seconds,
+    });
+    Ok(
+        match kfp_core::exit_eligibility(&event, tombstone.as_ref()) {
+            guest::Eligibility::Process => Eligibility::Process,
+            guest::Eligibility::Skip(reason) => Eligibility::Skip(reason),
+            guest::Eligibility::RejectStale(reason) => Eligibility::RejectStale(reason),
+            guest::Eligibility::Requeue(reason) => Eligibility::Requeue(reason),
+        },
+    )
+}
