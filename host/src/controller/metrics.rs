@@ -31,10 +31,14 @@ pub struct Metrics {
     pub swf_writes: Family<OutcomeLabel, Counter>,
     /// SWFs whose write lost every conflict retry in one pass.
     pub swf_conflicts_exhausted: Counter,
-    /// Workflow events by policy eligibility: process, skip, reject-stale, requeue, error.
+    /// Workflow events by policy eligibility: process, skip, reject-stale, requeue; or error,
+    /// malformed, delay-dropped (a re-check not scheduled).
     pub exit_decisions: Family<OutcomeLabel, Counter>,
-    /// Exit notifications by outcome: sent, already-notified, unconfirmed, failed.
+    /// Exit processing by outcome: sent, already-notified, unconfirmed, skipped-old, failed
+    /// (delivery; retried later), conflict, error, not-leader.
     pub exit_notifications: Family<OutcomeLabel, Counter>,
+    /// Exit webhook requests by outcome: ok, rejected (non-2xx), error (no answer).
+    pub exit_webhook_requests: Family<OutcomeLabel, Counter>,
     /// Tombstone cache entries.
     pub tombstones: Gauge,
     /// Policy call failures by export and error kind.
@@ -55,6 +59,7 @@ impl Metrics {
         let swf_conflicts_exhausted = Counter::default();
         let exit_decisions = Family::<OutcomeLabel, Counter>::default();
         let exit_notifications = Family::<OutcomeLabel, Counter>::default();
+        let exit_webhook_requests = Family::<OutcomeLabel, Counter>::default();
         let tombstones = Gauge::default();
         let policy_errors = Family::<PolicyErrorLabels, Counter>::default();
         let policy_call_seconds = Family::<ExportLabel, Histogram>::new_with_constructor(|| {
@@ -87,6 +92,11 @@ impl Metrics {
             "Exit notifications by outcome",
             exit_notifications.clone(),
         );
+        registry.register(
+            "exit_webhook_requests",
+            "Exit webhook requests by outcome",
+            exit_webhook_requests.clone(),
+        );
         registry.register("tombstones", "Tombstone cache entries", tombstones.clone());
         registry.register(
             "policy_errors",
@@ -111,6 +121,7 @@ impl Metrics {
             swf_conflicts_exhausted,
             exit_decisions,
             exit_notifications,
+            exit_webhook_requests,
             tombstones,
             policy_errors,
             policy_call_seconds,

@@ -2,6 +2,7 @@
 //! pure logic, and write; everything they decide is in `swf` and `exit`.
 
 pub mod context;
+pub mod exit_gate;
 pub mod health;
 pub mod metrics;
 pub mod policy_handle;
@@ -34,6 +35,8 @@ pub struct RunArgs {
     /// Address for /healthz, /readyz and /metrics.
     #[arg(long, env = "PIPEWARDEN_HTTP_ADDR", default_value = "0.0.0.0:9090")]
     pub http_addr: SocketAddr,
+    #[command(flatten)]
+    pub exit: exit_gate::ExitArgs,
 }
 
 /// Load and validate the policy, or refuse to start.
@@ -96,6 +99,24 @@ impl ControllerHandle {
 
 /// Load the policy, then start the HTTP server and the loops against `client`.
 pub async fn start(args: RunArgs, client: kube::Client) -> anyhow::Result<ControllerHandle> {
+    start_with(args, client, Hooks::default()).await
+}
+
+/// Test inputs that no flag or environment variable can set; `run` never passes any.
+#[doc(hidden)]
+#[derive(Default)]
+pub struct Hooks {
+    /// Workflow events merged into the exit gate's watch stream, e.g. stale copies.
+    pub exit_events: Option<tokio::sync::mpsc::Receiver<exit_gate::InjectedEvent>>,
+}
+
+/// [`start`] with test [`Hooks`].
+#[doc(hidden)]
+pub async fn start_with(
+    args: RunArgs,
+    client: kube::Client,
+    hooks: Hooks,
+) -> anyhow::Result<ControllerHandle> {
     let metrics = Arc::new(Metrics::new());
     let loaded = load_policy(&args.policy, args.settings.as_ref(), &metrics)?;
     let (_writer, may_write) = watch::channel(true);
@@ -114,6 +135,10 @@ pub async fn start(args: RunArgs, client: kube::Client) -> anyhow::Result<Contro
     let http_addr = listener.local_addr()?;
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(health::serve(listener, metrics, ctx.readiness.clone()));
+    if args.exit.exit_gate {
+        ctx.readiness.expect("exit");
+        tasks.spawn(exit_gate::run(ctx.clone(), args.exit, hooks.exit_events));
+    }
     Ok(ControllerHandle {
         ctx,
         http_addr,

@@ -1,0 +1,102 @@
+//! The exit loop's inputs: the workflow watch (one for all namespaces, or one per namespace)
+//! and, for tests only, injected events merged beside it.
+
+use futures::stream::{self, BoxStream, StreamExt as _};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::WatchStreamExt as _;
+use kube::runtime::watcher;
+use tokio::sync::mpsc;
+
+use super::InjectedEvent;
+use super::worker::Work;
+use crate::controller::context::Context;
+use crate::engine::EventKind;
+
+pub(super) enum Input {
+    Event(Work),
+    /// Watch number `n` finished its initial list.
+    Listed(usize),
+}
+
+/// `workflows.argoproj.io/v1alpha1`.
+pub(super) fn workflow_resource() -> ApiResource {
+    let gvk = GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Workflow");
+    ApiResource::from_gvk_with_plural(&gvk, "workflows")
+}
+
+pub(super) fn workflows(ctx: &Context, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(ctx.client.clone(), namespace, &workflow_resource())
+}
+
+/// The merged inputs, and how many watches must list before the loop is ready.
+pub(super) fn inputs(
+    ctx: &Context,
+    injected: Option<mpsc::Receiver<InjectedEvent>>,
+) -> (BoxStream<'static, Input>, usize) {
+    let resource = workflow_resource();
+    let apis: Vec<Api<DynamicObject>> = if ctx.namespaces.is_empty() {
+        vec![Api::all_with(ctx.client.clone(), &resource)]
+    } else {
+        ctx.namespaces
+            .iter()
+            .map(|namespace| workflows(ctx, namespace))
+            .collect()
+    };
+    let count = apis.len();
+    // Events as delivered, not deduplicated: a stale copy must reach the gate to be rejected.
+    let watches = apis.into_iter().enumerate().map(|(index, api)| {
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .filter_map(move |event| std::future::ready(translate(index, event)))
+            .boxed()
+    });
+    let injected = match injected {
+        Some(receiver) => stream::unfold(receiver, |mut receiver| async move {
+            let event = receiver.recv().await?;
+            Some((
+                Input::Event(Work::Event {
+                    kind: event.kind,
+                    workflow: event.workflow,
+                    requeues: 0,
+                    handled: event.handled,
+                }),
+                receiver,
+            ))
+        })
+        .boxed(),
+        None => stream::empty().boxed(),
+    };
+    (
+        stream::select(stream::select_all(watches), injected).boxed(),
+        count,
+    )
+}
+
+fn translate(
+    index: usize,
+    event: Result<watcher::Event<DynamicObject>, watcher::Error>,
+) -> Option<Input> {
+    let (kind, object) = match event {
+        Ok(watcher::Event::Apply(object)) => (EventKind::Modified, object),
+        Ok(watcher::Event::InitApply(object)) => (EventKind::Relisted, object),
+        Ok(watcher::Event::Delete(object)) => (EventKind::Deleted, object),
+        Ok(watcher::Event::Init) => return None,
+        Ok(watcher::Event::InitDone) => return Some(Input::Listed(index)),
+        Err(error) => {
+            tracing::warn!(%error, "workflow watch failed; retrying with backoff");
+            return None;
+        }
+    };
+    match serde_json::to_value(object) {
+        Ok(workflow) => Some(Input::Event(Work::Event {
+            kind,
+            workflow,
+            requeues: 0,
+            handled: None,
+        })),
+        Err(error) => {
+            tracing::warn!(%error, "cannot represent a watched workflow as JSON");
+            None
+        }
+    }
+}
