@@ -102,21 +102,20 @@ fn main() {
     };
 
     let mut reused = policy.instance().expect("instance");
-    let mut rows = Vec::new();
-    let mut row =
-        |name: &str, goal: &str, fresh: Percentiles, reuse: Percentiles, native: Percentiles| {
-            rows.push(vec![
-                name.to_string(),
-                format!("{} / {}", us(fresh.p50), us(fresh.p99)),
-                format!("{} / {}", us(reuse.p50), us(reuse.p99)),
-                format!("{} / {}", us(native.p50), us(native.p99)),
-                ratio(fresh.p50, native.p50),
-                ratio(reuse.p50, native.p50),
-                goal.to_string(),
-            ]);
-        };
+    let mut rows: Vec<Vec<String>> = Vec::new();
 
+    let instantiate = measure(WARMUP, SAMPLES, || drop(policy.instance().unwrap()));
+    rows.push(vec![
+        "(fresh instance alone, no call)".into(),
+        format!("{} / {}", us(instantiate.p50), us(instantiate.p99)),
+        "-".into(),
+        "-".into(),
+        "-".into(),
+        "-".into(),
+        "-".into(),
+    ]);
     row(
+        &mut rows,
         "should-rebuild (no stamp)",
         "fresh <= 20 us, reused <= 2 us",
         measure(WARMUP, SAMPLES, || {
@@ -130,6 +129,7 @@ fn main() {
         }),
     );
     row(
+        &mut rows,
         "should-rebuild (stamped: parse+hash)",
         "-",
         measure(WARMUP, SAMPLES, || {
@@ -143,6 +143,7 @@ fn main() {
         }),
     );
     row(
+        &mut rows,
         "exit-eligibility",
         "fresh <= 20 us, reused <= 2 us",
         measure(WARMUP, SAMPLES, || {
@@ -162,6 +163,7 @@ fn main() {
         }),
     );
     row(
+        &mut rows,
         "render-swf (2.3 -> 2.17)",
         "-",
         measure(WARMUP / 4, SAMPLES / 4, || {
@@ -186,6 +188,25 @@ fn main() {
         ],
         &rows,
     );
+}
+
+fn row(
+    rows: &mut Vec<Vec<String>>,
+    name: &str,
+    goal: &str,
+    fresh: Percentiles,
+    reuse: Percentiles,
+    native: Percentiles,
+) {
+    rows.push(vec![
+        name.to_string(),
+        format!("{} / {}", us(fresh.p50), us(fresh.p99)),
+        format!("{} / {}", us(reuse.p50), us(reuse.p99)),
+        format!("{} / {}", us(native.p50), us(native.p99)),
+        ratio(fresh.p50, native.p50),
+        ratio(reuse.p50, native.p50),
+        goal.to_string(),
+    ]);
 }
 
 fn render_context(settings: &str) -> RenderContext {
