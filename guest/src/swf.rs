@@ -206,6 +206,32 @@ impl Swf {
 /// The digest stamped as `pipewarden.io/render-hash`: `sha256:` over the canonical JSON of
 /// [`normalized_spec`]. Equal for two specs that differ only in key order, in the storage form
 /// of the embedded workflow, or in the order of runtime parameters.
+/// Whether SWF JSON text is reference-only (no `spec.workflow.spec`), without building the
+/// object: the text is scanned and checked as JSON but nothing is copied, so a decision that
+/// needs no more than this stays cheap. Errors if the text is not a JSON object.
+pub fn is_reference_only_json(swf: &str) -> Result<bool, SwfError> {
+    use serde::de::IgnoredAny;
+
+    #[derive(Deserialize)]
+    struct Top {
+        spec: Option<SpecPeek>,
+    }
+    #[derive(Deserialize)]
+    struct SpecPeek {
+        workflow: Option<WorkflowPeek>,
+    }
+    #[derive(Deserialize)]
+    struct WorkflowPeek {
+        spec: Option<IgnoredAny>,
+    }
+    let top: Top = serde_json::from_str(swf).map_err(|e| SwfError::NotJson(e.to_string()))?;
+    Ok(top
+        .spec
+        .and_then(|spec| spec.workflow)
+        .and_then(|workflow| workflow.spec)
+        .is_none())
+}
+
 pub fn render_digest(spec: &Value) -> String {
     digest(&normalized_spec(spec))
 }

@@ -165,3 +165,19 @@ fn digest_with_a_parsed_workflow_matches_the_stored_one() {
     swf.set_embedded_workflow(&embedded);
     assert_eq!(ahead, swf.render_digest());
 }
+
+#[test]
+fn the_cheap_reference_only_scan_agrees_with_the_parsed_object() {
+    for spec in [json!("{\"a\":1}"), json!({"a": 1}), json!(null)] {
+        let swf = swf_with_spec(spec);
+        let text = serde_json::to_string(swf.as_value()).unwrap();
+        assert_eq!(
+            is_reference_only_json(&text).unwrap(),
+            swf.is_reference_only(),
+            "{text}"
+        );
+    }
+    let no_workflow = json!({"kind": "ScheduledWorkflow", "spec": {"pipelineVersionId": "v1"}});
+    assert!(is_reference_only_json(&no_workflow.to_string()).unwrap());
+    assert!(is_reference_only_json("not json").is_err());
+}
