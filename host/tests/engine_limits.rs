@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{built_policy, read, swf_fixture};
+use common::{built_policy, cached_options, read, swf_fixture};
 use pipewarden::engine::{
     Eligibility, EventKind, LoadError, Policy, PolicyError, PolicyOptions, RebuildInput,
     RebuildPolicy, RenderContext, Stamps, WorkflowEvent,
@@ -31,8 +31,8 @@ fn render_with(policy: &Policy, settings: serde_json::Value) -> Result<String, P
 
 /// The good policy still decides correctly in this process.
 fn good_policy_still_works() {
-    let policy = Policy::load(&built_policy("kfp-default"), PolicyOptions::default())
-        .expect("load kfp-default");
+    let policy =
+        Policy::load(&built_policy("kfp-default"), cached_options()).expect("load kfp-default");
     let settings = read("policies/kfp-default/settings/kfp-2.17.0.json");
     policy.validate_settings(&settings).expect("settings");
     let rendered = policy
@@ -51,7 +51,7 @@ fn good_policy_still_works() {
 fn an_infinite_loop_times_out_at_the_deadline() {
     let policy = hostile(PolicyOptions {
         render_timeout: Duration::from_millis(50),
-        ..PolicyOptions::default()
+        ..cached_options()
     });
     let started = Instant::now();
     let error = render_with(&policy, json!({"mode": "spin"})).unwrap_err();
@@ -71,7 +71,7 @@ fn an_infinite_loop_times_out_at_the_deadline() {
 fn an_allocation_bomb_hits_the_memory_cap() {
     let policy = hostile(PolicyOptions {
         memory_limit: 16 << 20,
-        ..PolicyOptions::default()
+        ..cached_options()
     });
     let error = render_with(&policy, json!({"mode": "alloc-bomb"})).unwrap_err();
     assert!(
@@ -84,7 +84,7 @@ fn an_allocation_bomb_hits_the_memory_cap() {
 
 #[test]
 fn a_panic_is_a_trap_carrying_the_panic_message() {
-    let policy = hostile(PolicyOptions::default());
+    let policy = hostile(cached_options());
     let error = render_with(&policy, json!({"mode": "panic"})).unwrap_err();
     let PolicyError::Trap { message, .. } = &error else {
         panic!("expected a trap, got {error:?}");
@@ -96,7 +96,7 @@ fn a_panic_is_a_trap_carrying_the_panic_message() {
 
 #[test]
 fn a_stack_overflow_and_an_abort_are_traps() {
-    let policy = hostile(PolicyOptions::default());
+    let policy = hostile(cached_options());
     for mode in ["stack-overflow", "abort"] {
         let error = render_with(&policy, json!({"mode": mode})).unwrap_err();
         assert!(
@@ -109,7 +109,7 @@ fn a_stack_overflow_and_an_abort_are_traps() {
 
 #[test]
 fn a_100_mb_output_is_rejected() {
-    let policy = hostile(PolicyOptions::default());
+    let policy = hostile(cached_options());
     let error = render_with(
         &policy,
         json!({"mode": "huge-output", "bytes": 100_000_000}),
@@ -127,7 +127,7 @@ fn a_100_mb_output_is_rejected() {
 fn an_output_over_the_output_cap_is_bad_output() {
     let policy = hostile(PolicyOptions {
         max_output_bytes: 1 << 20,
-        ..PolicyOptions::default()
+        ..cached_options()
     });
     let error = render_with(&policy, json!({"mode": "huge-output", "bytes": 8 << 20})).unwrap_err();
     let PolicyError::BadOutput { reason, .. } = &error else {
@@ -154,7 +154,7 @@ fn an_output_over_the_output_cap_is_bad_output() {
 
 #[test]
 fn a_render_that_is_not_json_or_renames_the_object_is_bad_output() {
-    let policy = hostile(PolicyOptions::default());
+    let policy = hostile(cached_options());
     let error = render_with(&policy, json!({"mode": "bad-json"})).unwrap_err();
     assert!(matches!(error, PolicyError::BadOutput { .. }), "{error:?}");
     assert_eq!(error.kind(), "bad_output");
@@ -162,7 +162,7 @@ fn a_render_that_is_not_json_or_renames_the_object_is_bad_output() {
 
 #[test]
 fn a_guest_error_is_its_own_variant() {
-    let policy = hostile(PolicyOptions::default());
+    let policy = hostile(cached_options());
     let error = render_with(&policy, json!({"mode": "error"})).unwrap_err();
     assert!(
         matches!(&error, PolicyError::Guest { message, .. } if message.contains("on purpose")),
@@ -179,7 +179,7 @@ fn a_guest_error_is_its_own_variant() {
 fn an_input_over_the_input_cap_is_refused_before_the_call() {
     let policy = hostile(PolicyOptions {
         max_input_bytes: 1024,
-        ..PolicyOptions::default()
+        ..cached_options()
     });
     let error = render_with(&policy, json!({"mode": "ok"})).unwrap_err();
     assert!(
@@ -190,7 +190,7 @@ fn an_input_over_the_input_cap_is_refused_before_the_call() {
 
 #[test]
 fn log_and_stdio_floods_are_bounded_and_the_call_succeeds() {
-    let policy = hostile(PolicyOptions::default());
+    let policy = hostile(cached_options());
     for mode in ["log-flood", "print-flood"] {
         let rendered = render_with(&policy, json!({"mode": mode, "bytes": 1_000_000})).expect(mode);
         assert!(rendered.contains("ScheduledWorkflow"));
@@ -199,7 +199,7 @@ fn log_and_stdio_floods_are_bounded_and_the_call_succeeds() {
 
 #[test]
 fn each_export_fails_alone_and_the_next_call_is_fresh() {
-    let policy = hostile(PolicyOptions::default());
+    let policy = hostile(cached_options());
     let workflow = |mode: &str| {
         json!({"metadata": {"name": "w", "namespace": "n", "uid": "u", "resourceVersion": "5",
                             "annotations": {"hostile.pipewarden.io/mode": mode}}})
@@ -230,7 +230,7 @@ fn each_export_fails_alone_and_the_next_call_is_fresh() {
 
 #[test]
 fn a_reused_instance_refuses_calls_after_a_trap() {
-    let policy = hostile(PolicyOptions::default());
+    let policy = hostile(cached_options());
     let mut instance = policy.instance().unwrap();
     let context = |mode: &str| RenderContext {
         target_version: None,
@@ -250,11 +250,7 @@ fn a_reused_instance_refuses_calls_after_a_trap() {
 
 #[test]
 fn a_component_of_another_version_is_refused_naming_it() {
-    let error = Policy::load(
-        &built_policy("other-world-policy"),
-        PolicyOptions::default(),
-    )
-    .unwrap_err();
+    let error = Policy::load(&built_policy("other-world-policy"), cached_options()).unwrap_err();
     let LoadError::WorldMismatch { found, .. } = &error else {
         panic!("expected a world mismatch, got {error:?}");
     };
@@ -267,10 +263,9 @@ fn a_component_of_another_version_is_refused_naming_it() {
 fn bytes_that_are_not_a_component_are_refused() {
     // A minimal core module: magic and version 1.
     let core_module = b"\0asm\x01\0\0\0";
-    let error = Policy::from_bytes(core_module, "core.wasm", PolicyOptions::default()).unwrap_err();
+    let error = Policy::from_bytes(core_module, "core.wasm", cached_options()).unwrap_err();
     assert!(matches!(error, LoadError::NotAComponent), "{error:?}");
-    let error =
-        Policy::from_bytes(b"not wasm at all", "junk", PolicyOptions::default()).unwrap_err();
+    let error = Policy::from_bytes(b"not wasm at all", "junk", cached_options()).unwrap_err();
     assert!(matches!(error, LoadError::NotAComponent), "{error:?}");
 }
 
@@ -278,15 +273,15 @@ fn bytes_that_are_not_a_component_are_refused() {
 fn a_pinned_digest_must_match() {
     let path = built_policy("kfp-default");
     let bytes = std::fs::read(&path).unwrap();
-    let good = Policy::from_bytes(&bytes, "kfp-default", PolicyOptions::default()).unwrap();
+    let good = Policy::from_bytes(&bytes, "kfp-default", cached_options()).unwrap();
     let pinned = PolicyOptions {
         pinned_sha256: Some(good.digest().to_uppercase().replace("SHA256:", "sha256:")),
-        ..PolicyOptions::default()
+        ..cached_options()
     };
     Policy::load(&path, pinned).expect("the right pin loads");
     let wrong = PolicyOptions {
         pinned_sha256: Some(format!("sha256:{}", "0".repeat(64))),
-        ..PolicyOptions::default()
+        ..cached_options()
     };
     let error = Policy::load(&path, wrong).unwrap_err();
     assert!(
@@ -295,7 +290,7 @@ fn a_pinned_digest_must_match() {
     );
     let malformed = PolicyOptions {
         pinned_sha256: Some("sha256:xyz".into()),
-        ..PolicyOptions::default()
+        ..cached_options()
     };
     assert!(matches!(
         Policy::load(&path, malformed).unwrap_err(),

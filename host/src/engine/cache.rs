@@ -75,7 +75,12 @@ fn checksum_path(artifact: &Path) -> PathBuf {
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    // Unique per writer, so concurrent loads of one policy never share a temporary file.
+    let tmp = path.with_extension(format!(
+        "tmp{}-{:016x}",
+        std::process::id(),
+        rand::random::<u64>()
+    ));
     let mut file = std::fs::File::create(&tmp)?;
     file.write_all(bytes)?;
     file.sync_all()?;

@@ -28,6 +28,18 @@ pub fn built_policy(crate_name: &str) -> PathBuf {
     path
 }
 
+/// Default engine options with a compiled-policy cache shared by the test run, so each
+/// policy is compiled once rather than on every load (slow in debug builds).
+pub fn cached_options() -> pipewarden::engine::PolicyOptions {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_path("target"));
+    pipewarden::engine::PolicyOptions {
+        cache_dir: Some(target.join("policy-test-cache")),
+        ..Default::default()
+    }
+}
+
 /// An SWF fixture as compact JSON text.
 pub fn swf_fixture(name: &str) -> String {
     let text =
