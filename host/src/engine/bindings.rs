@@ -5,6 +5,6 @@ wasmtime::component::bindgen!({
     world: "policy",
 });
 
-pub use pipewarden::policy::host::LogLevel;
+pub use self::pipewarden::policy::host::LogLevel;
 // The world `use`s the decision records, so they are already at this level; the rest:
-pub use pipewarden::policy::types::{EventKind, RebuildPolicy, Stamps};
+pub use self::pipewarden::policy::types::{EventKind, RebuildPolicy, Stamps};
