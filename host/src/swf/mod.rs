@@ -1,8 +1,12 @@
-//! ScheduledWorkflow logic that needs no cluster: stamps, the rebuild policy, diff and patch.
+//! ScheduledWorkflow logic that needs no cluster: stamps, the rebuild policy, diff and patch,
+//! the plan for one SWF and its last good render.
 
 pub mod decide;
 pub mod diff;
+pub mod healthz;
+pub mod last_good;
 pub mod patch;
+pub mod plan;
 
 use serde_json::Value;
 
