@@ -6,6 +6,7 @@ pub mod exit_gate;
 pub mod health;
 pub mod metrics;
 pub mod policy_handle;
+pub mod swf;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -37,6 +38,8 @@ pub struct RunArgs {
     pub http_addr: SocketAddr,
     #[command(flatten)]
     pub exit: exit_gate::ExitArgs,
+    #[command(flatten)]
+    pub swf: swf::SwfArgs,
 }
 
 /// Load and validate the policy, or refuse to start.
@@ -133,12 +136,14 @@ pub async fn start_with(
         .await
         .with_context(|| format!("cannot listen on {}", args.http_addr))?;
     let http_addr = listener.local_addr()?;
+    let swf_loop = swf::prepare(&ctx, args.swf)?;
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(health::serve(listener, metrics, ctx.readiness.clone()));
     if args.exit.exit_gate {
         ctx.readiness.expect("exit");
         tasks.spawn(exit_gate::run(ctx.clone(), args.exit, hooks.exit_events));
     }
+    tasks.spawn(swf_loop);
     Ok(ControllerHandle {
         ctx,
         http_addr,

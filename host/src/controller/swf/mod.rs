@@ -1,0 +1,204 @@
+//! The ScheduledWorkflow loop: list and watch SWFs through a reflector, reconcile each on every
+//! change, on a periodic resync and when the target version changes; rebuild the ones whose
+//! render differs (see `crate::swf::plan`), writing spec and annotations only.
+
+mod reconcile;
+mod report;
+pub mod target;
+
+pub use reconcile::MAX_WRITE_ATTEMPTS;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt as _};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::controller::{Config, Controller};
+use kube::runtime::watcher;
+use tokio::sync::{Semaphore, watch};
+
+use super::context::Context;
+use crate::cli::eval::humantime_secs;
+use crate::engine::RebuildPolicy;
+use crate::swf::{REBUILD_POLICY_ENV, parse_rebuild_policy};
+use target::HealthPoller;
+
+/// Readiness part: ready once every SWF has been listed.
+const READINESS: &str = "swf";
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct SwfArgs {
+    /// How SWFs are rebuilt: disable | always | on-version-change.
+    #[arg(long, env = REBUILD_POLICY_ENV, default_value = "always", value_parser = parse_rebuild_policy)]
+    pub rebuild_policy: RebuildPolicy,
+    /// The KFP version SWFs are rendered for (unknown if neither this nor --kfp-api-url is set).
+    #[arg(
+        long,
+        env = "PIPEWARDEN_TARGET_VERSION",
+        conflicts_with = "kfp_api_url"
+    )]
+    pub target_version: Option<String>,
+    /// KFP apiserver base URL, e.g. http://ml-pipeline.kubeflow:8888: the target version is the
+    /// `tag_name` its health endpoint reports, polled.
+    #[arg(long, env = "PIPEWARDEN_KFP_API_URL")]
+    pub kfp_api_url: Option<String>,
+    /// How often to ask the KFP apiserver for its version.
+    #[arg(long, env = "PIPEWARDEN_KFP_API_POLL", default_value = "60s", value_parser = humantime_secs)]
+    pub kfp_api_poll: Duration,
+    /// How often every SWF is reconciled again, changed or not.
+    #[arg(long, env = "PIPEWARDEN_SWF_RESYNC", default_value = "10m", value_parser = humantime_secs)]
+    pub swf_resync: Duration,
+}
+
+/// `scheduledworkflows.kubeflow.org/v1beta1`.
+pub fn swf_resource() -> ApiResource {
+    let gvk = GroupVersionKind::gvk("kubeflow.org", "v1beta1", "ScheduledWorkflow");
+    ApiResource::from_gvk_with_plural(&gvk, "scheduledworkflows")
+}
+
+/// What every reconcile of the loop shares.
+pub(crate) struct SwfLoop {
+    ctx: Context,
+    resource: ApiResource,
+    rebuild_policy: RebuildPolicy,
+    target: watch::Receiver<Option<String>>,
+    resync: Duration,
+    /// Decisions in flight across all namespaces.
+    permits: Semaphore,
+}
+
+/// Checks the arguments and marks the loop as not ready yet; the returned future runs it.
+pub fn prepare(
+    ctx: &Context,
+    args: SwfArgs,
+) -> anyhow::Result<impl Future<Output = anyhow::Result<()>> + use<>> {
+    let poller = args
+        .kfp_api_url
+        .as_deref()
+        .map(HealthPoller::new)
+        .transpose()?;
+    ctx.readiness.expect(READINESS);
+    Ok(run(ctx.clone(), args, poller))
+}
+
+async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyhow::Result<()> {
+    // Learn the target before the first pass, so SWFs are not rendered twice on start-up.
+    let initial = match &poller {
+        Some(poller) => poller.fetch().await.unwrap_or_else(|error| {
+            tracing::warn!(error = %format!("{error:#}"), "target version unknown for now");
+            None
+        }),
+        None => args.target_version.clone().filter(|v| !v.trim().is_empty()),
+    };
+    tracing::info!(
+        rebuild_policy = crate::swf::rebuild_policy_name(args.rebuild_policy),
+        target = initial.as_deref().unwrap_or("unknown"),
+        namespaces = ?ctx.namespaces,
+        "starting the SWF loop"
+    );
+    let (target_tx, target_rx) = watch::channel(initial);
+    let swf_loop = Arc::new(SwfLoop {
+        resource: swf_resource(),
+        rebuild_policy: args.rebuild_policy,
+        target: target_rx.clone(),
+        resync: args.swf_resync,
+        permits: Semaphore::new(ctx.concurrency),
+        ctx: ctx.clone(),
+    });
+    let apis: Vec<Api<DynamicObject>> = if ctx.namespaces.is_empty() {
+        vec![Api::all_with(ctx.client.clone(), &swf_loop.resource)]
+    } else {
+        ctx.namespaces
+            .iter()
+            .map(|ns| Api::namespaced_with(ctx.client.clone(), ns, &swf_loop.resource))
+            .collect()
+    };
+    let mut stores = Vec::new();
+    let mut controllers = Vec::new();
+    for api in apis {
+        // The default list+watch: a consistent list, then a watch from its resourceVersion.
+        let controller =
+            Controller::new_with(api, watcher::Config::default(), swf_loop.resource.clone())
+                .with_config(Config::default().concurrency(ctx.concurrency.min(512) as u16))
+                .reconcile_all_on(changes(target_rx.clone()))
+                .reconcile_all_on(became_writer(ctx.may_write.clone()));
+        stores.push(controller.store());
+        controllers.push(
+            controller
+                .run(
+                    reconcile::reconcile,
+                    reconcile::error_policy,
+                    swf_loop.clone(),
+                )
+                .for_each(|result| async move { reconcile::log_failure(result) }),
+        );
+    }
+    let synced = async {
+        for store in stores {
+            // Only fails if the reflector is gone, and then the loop is gone too.
+            let _ = store.wait_until_ready().await;
+        }
+        ctx.readiness.ready(READINESS);
+    };
+    let poll = async move {
+        if let Some(poller) = poller {
+            poller.run(args.kfp_api_poll, target_tx).await;
+        }
+    };
+    tokio::join!(synced, poll, futures::future::join_all(controllers));
+    Ok(())
+}
+
+/// One item per change of the watched value.
+fn changes<T: Send + Sync + 'static>(rx: watch::Receiver<T>) -> impl Stream<Item = ()> + Send {
+    futures::stream::unfold(rx, |mut rx| async move {
+        rx.changed().await.ok().map(|()| ((), rx))
+    })
+}
+
+/// One item each time this replica may write again (everything is reconciled then).
+fn became_writer(rx: watch::Receiver<bool>) -> impl Stream<Item = ()> + Send {
+    futures::stream::unfold(rx, |mut rx| async move {
+        loop {
+            rx.changed().await.ok()?;
+            if *rx.borrow_and_update() {
+                return Some(((), rx));
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::SwfArgs;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        swf: SwfArgs,
+    }
+
+    #[test]
+    fn unknown_rebuild_policy_is_refused_naming_the_valid_ones() {
+        let error = Cli::try_parse_from(["pipewarden", "--rebuild-policy", "sometimes"])
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            error.contains("valid values are: disable, always, on-version-change"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_fixed_target_and_a_polled_one_exclude_each_other() {
+        let both = [
+            "pipewarden",
+            "--target-version=2.17.0",
+            "--kfp-api-url=http://ml-pipeline.kubeflow:8888",
+        ];
+        assert!(Cli::try_parse_from(both).is_err());
+    }
+}

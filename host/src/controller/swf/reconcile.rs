@@ -1,0 +1,212 @@
+//! One SWF: plan with the policy, write the plan's spec and annotations with the
+//! resourceVersion it was computed from, and on a conflict read again, plan again and retry,
+//! a bounded number of times.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::ResourceExt as _;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::runtime::controller::{self, Action};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use rand::Rng as _;
+use serde_json::Value;
+
+use super::SwfLoop;
+use super::report::{Decision, report};
+use crate::controller::metrics::Metrics;
+use crate::engine::Export;
+use crate::swf::decide::RenderTarget;
+use crate::swf::patch::swf_write_patch;
+use crate::swf::plan::{Plan, Report, plan};
+
+/// Write attempts per SWF per pass; after that, the next resync tries again.
+pub const MAX_WRITE_ATTEMPTS: u32 = 4;
+/// Policy failures that say more about the moment (a busy node) than about the SWF: tried again
+/// after [`TRANSIENT_RETRY`] rather than at the next resync. Other failures repeat on the same
+/// input, so the resync is soon enough.
+const TRANSIENT_POLICY_ERRORS: [&str; 2] = ["timeout", "instantiate"];
+const TRANSIENT_RETRY: Duration = Duration::from_secs(15);
+const FIELD_MANAGER: &str = "pipewarden";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SwfError {
+    #[error("{0}")]
+    Kube(#[from] kube::Error),
+    #[error("object has no {0}")]
+    Incomplete(&'static str),
+}
+
+pub async fn reconcile(swf: Arc<DynamicObject>, lp: Arc<SwfLoop>) -> Result<Action, SwfError> {
+    let requeue = Action::requeue(lp.resync);
+    // A replica that may not write says nothing either: the one that may will.
+    if !lp.ctx.may_write() {
+        return Ok(requeue);
+    }
+    let _permit = lp.permits.acquire().await;
+    let namespace = swf.namespace().ok_or(SwfError::Incomplete("namespace"))?;
+    let name = swf.name_any();
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(lp.ctx.client.clone(), &namespace, &lp.resource);
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    let mut live = as_value(&swf)?;
+    let mut attempts = 0;
+    loop {
+        let (planned, policy) = plan_for(&lp, &live).await;
+        let (kind, reason, desired, changes) = match planned {
+            Plan::Write {
+                kind,
+                reason,
+                desired,
+                changes,
+            } => (kind, reason, desired, changes),
+            Plan::Report(planned) => {
+                let again = match &planned {
+                    Report::Failed { kind, .. } if TRANSIENT_POLICY_ERRORS.contains(kind) => {
+                        Action::requeue(lp.resync.min(TRANSIENT_RETRY))
+                    }
+                    _ => requeue,
+                };
+                report(&lp, &swf, &policy, Decision::from_report(planned)).await;
+                return Ok(again);
+            }
+        };
+        let resource_version = live
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .ok_or(SwfError::Incomplete("resourceVersion"))?;
+        let patch = swf_write_patch(&live, &desired, resource_version);
+        attempts += 1;
+        let written = api.patch(&name, &params, &Patch::Merge(&patch)).await;
+        match written {
+            Ok(_) => {
+                count_write(&lp, "ok");
+                report(
+                    &lp,
+                    &swf,
+                    &policy,
+                    Decision::written(kind, reason, &changes),
+                )
+                .await;
+                return Ok(requeue);
+            }
+            Err(kube::Error::Api(status)) if status.is_conflict() => {
+                count_write(&lp, "conflict");
+                if attempts >= MAX_WRITE_ATTEMPTS {
+                    lp.ctx.metrics.swf_conflicts_exhausted.inc();
+                    let decision = Decision::conflicts_exhausted(attempts, lp.resync);
+                    report(&lp, &swf, &policy, decision).await;
+                    return Ok(requeue);
+                }
+                tokio::time::sleep(conflict_backoff(attempts)).await;
+                // Never recreated: an SWF deleted meanwhile is left deleted.
+                match api.get_opt(&name).await? {
+                    Some(fresh) => live = as_value(&fresh)?,
+                    None => {
+                        report(&lp, &swf, &policy, Decision::gone()).await;
+                        return Ok(Action::await_change());
+                    }
+                }
+            }
+            Err(kube::Error::Api(status)) if status.is_not_found() => {
+                count_write(&lp, "gone");
+                report(&lp, &swf, &policy, Decision::gone()).await;
+                return Ok(Action::await_change());
+            }
+            Err(error) => {
+                count_write(&lp, "error");
+                report(&lp, &swf, &policy, Decision::write_failed(&error)).await;
+                return Err(error.into());
+            }
+        }
+    }
+}
+
+/// Plans on the blocking pool; returns the plan and the policy that made it (label, digest).
+async fn plan_for(lp: &SwfLoop, live: &Value) -> (Plan, PolicyId) {
+    let live = live.clone();
+    let rebuild_policy = lp.rebuild_policy;
+    let target_version = lp.target.borrow().clone();
+    let made = lp
+        .ctx
+        .policy
+        .call(Export::RenderSwf, move |loaded| {
+            let target = RenderTarget {
+                rebuild_policy,
+                target_version: target_version.clone(),
+                settings: loaded.settings.clone(),
+            };
+            let policy = PolicyId {
+                label: loaded.policy.label().to_owned(),
+                digest: loaded.policy.digest().to_owned(),
+                target: target_version,
+            };
+            Ok((plan(&loaded.policy, &live, &target), policy))
+        })
+        .await;
+    // `plan` turns policy errors into a plan; only a failed host task lands here.
+    made.unwrap_or_else(|error| {
+        let failed = Plan::Report(Report::Failed {
+            error: error.to_string(),
+            export: error.export(),
+            kind: error.kind(),
+        });
+        (failed, PolicyId::default())
+    })
+}
+
+/// Which policy decided, for events and logs.
+#[derive(Clone, Debug, Default)]
+pub struct PolicyId {
+    pub label: String,
+    pub digest: String,
+    pub target: Option<String>,
+}
+
+/// The object as the policy sees it; managed fields are bookkeeping no policy needs.
+fn as_value(swf: &DynamicObject) -> Result<Value, SwfError> {
+    let mut value =
+        serde_json::to_value(swf).map_err(|e| SwfError::Kube(kube::Error::SerdeError(e)))?;
+    if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+    }
+    Ok(value)
+}
+
+fn count_write(lp: &SwfLoop, outcome: &str) {
+    Metrics::count(&lp.ctx.metrics.swf_writes, outcome);
+}
+
+/// Jittered exponential backoff: about 25, 50, 100 ms ... capped at 1 s.
+fn conflict_backoff(attempt: u32) -> Duration {
+    let base = Duration::from_millis(25).saturating_mul(1 << attempt.min(6)) / 2;
+    base.min(Duration::from_secs(1))
+        .mul_f64(rand::rng().random_range(0.5..1.5))
+}
+
+/// An API error the reconcile could not handle (not a conflict): try again later.
+pub fn error_policy(_swf: Arc<DynamicObject>, error: &SwfError, lp: Arc<SwfLoop>) -> Action {
+    tracing::debug!(%error, "SWF requeued after an error");
+    Action::requeue(lp.resync.min(Duration::from_secs(30)))
+}
+
+type RunResult =
+    Result<(ObjectRef<DynamicObject>, Action), controller::Error<SwfError, watcher::Error>>;
+
+/// Logs what the controller's run stream reports as failed; successes were reported already.
+pub fn log_failure(result: RunResult) {
+    match result {
+        Ok(_) => {}
+        Err(controller::Error::ReconcilerFailed(error, object)) => {
+            tracing::warn!(object = %object, %error, "SWF reconcile failed; retrying later");
+        }
+        Err(controller::Error::ObjectNotFound(object)) => {
+            tracing::debug!(object = %object, "SWF gone before its reconcile");
+        }
+        Err(error) => tracing::warn!(%error, "SWF watch trouble; the watcher retries"),
+    }
+}
