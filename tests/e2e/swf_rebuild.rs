@@ -1,0 +1,220 @@
+//! The SWF loop against a real control plane: SWFs as KFP 2.3 left them are rebuilt and
+//! stamped, nothing is written again on restart, a target version bump rebuilds them all, and
+//! one SWF that cannot be rendered costs only itself.
+
+mod swf_support;
+
+use anyhow::{Result, ensure};
+use kube::ResourceExt as _;
+use pipewarden::swf::last_good::LAST_GOOD_ANNOTATION;
+use pipewarden_tests::shared;
+use serde_json::json;
+use swf_support::*;
+
+/// 20 SWFs in 3 namespaces, alternately without and with runtime parameters.
+async fn seed_kfp_2_3(client: &kube::Client, namespaces: &[String]) -> Result<usize> {
+    let mut seeded = 0;
+    for (n, namespace) in namespaces.iter().enumerate() {
+        let count = if n == 0 { 8 } else { 6 };
+        seeded += seed(client, namespace, "kfp-2.3", "daily", count / 2)
+            .await?
+            .len();
+        seeded += seed(client, namespace, "kfp-2.3-parameters", "params", count / 2)
+            .await?
+            .len();
+    }
+    Ok(seeded)
+}
+
+#[tokio::test]
+async fn kfp_2_3_swfs_are_rebuilt_and_stamped_once_then_left_alone_on_restart() -> Result<()> {
+    let control_plane = shared().await?;
+    let client = control_plane.client()?;
+    let mut namespaces = Vec::new();
+    for _ in 0..3 {
+        namespaces.push(control_plane.ns().await?);
+    }
+    let seeded = seed_kfp_2_3(&client, &namespaces).await?;
+    ensure!(seeded == 20, "seeded {seeded}");
+    let before = wait_for_all(&client, &namespaces, "seeded SWFs", |_| true).await?;
+
+    let args = ControllerArgs::new(&namespaces);
+    let first = args.start(control_plane).await?;
+    let rebuilt = wait_for_all(&client, &namespaces, "every SWF stamped", |swf| {
+        stamped_version(swf) == Some(TARGET)
+    })
+    .await?;
+    first.wait_for_decisions("rebuild", 20).await?;
+    for swf in &rebuilt {
+        let name = swf.name_any();
+        let old = before
+            .iter()
+            .find(|b| b.name_any() == name && b.namespace() == swf.namespace());
+        let old = old.expect("seeded");
+        ensure!(
+            swf.data["status"] == old.data["status"],
+            "{name}: status changed"
+        );
+        ensure!(swf.labels() == old.labels(), "{name}: labels changed");
+        ensure!(
+            driver_images(swf)?
+                .iter()
+                .all(|i| i == "ghcr.io/kubeflow/kfp-driver:2.17.0"),
+            "{name}: driver images {:?}",
+            driver_images(swf)?
+        );
+        ensure!(
+            annotation(swf, LAST_GOOD_ANNOTATION).is_some(),
+            "{name}: no record"
+        );
+        ensure!(
+            swf.data["spec"]["workflow"]["parameters"]
+                == old.data["spec"]["workflow"]["parameters"],
+            "{name}: parameters changed"
+        );
+    }
+    ensure!(first.writes("ok") == 20, "writes: {}", first.writes("ok"));
+    ensure!(
+        first.writes_total() == 20,
+        "write attempts: {}",
+        first.writes_total()
+    );
+    let one = &rebuilt[0];
+    let note = event_note(
+        &client,
+        &one.namespace().unwrap(),
+        &one.name_any(),
+        "Rebuilt",
+    )
+    .await?;
+    ensure!(
+        note.contains(&first.policy_digest()),
+        "note without digest: {note}"
+    );
+    first.stop().await;
+
+    // KFP's apiserver re-renders runtime parameters in map order: reorder them as it would.
+    for namespace in &namespaces {
+        for i in 0..3 {
+            let reordered = json!({"spec": {"workflow": {"parameters": [
+                {"name": "threshold", "value": "0.5"},
+                {"name": "repeat", "value": "3"},
+                {"name": "message", "value": "\"hello world\""},
+            ]}}});
+            merge_patch(
+                &client,
+                namespace,
+                &format!("params-{i}"),
+                &reordered.to_string(),
+            )
+            .await?;
+        }
+    }
+    let versions = resource_versions(&client, &namespaces).await?;
+
+    let second = args.start(control_plane).await?;
+    second.wait_ready().await?;
+    second.wait_for_decisions("up-to-date", 20).await?;
+    ensure!(second.decisions("rebuild") == 0, "rebuilt again on restart");
+    ensure!(
+        second.writes_total() == 0,
+        "write metric: {}",
+        second.writes_total()
+    );
+    let writes = second.requests.swf_writes();
+    ensure!(writes.is_empty(), "write requests on restart: {writes:?}");
+    ensure!(
+        resource_versions(&client, &namespaces).await? == versions,
+        "resourceVersions moved on restart"
+    );
+    second.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_target_is_polled_from_the_kfp_apiserver_and_a_bump_rebuilds_every_swf() -> Result<()> {
+    let control_plane = shared().await?;
+    let client = control_plane.client()?;
+    let namespaces = vec![control_plane.ns().await?, control_plane.ns().await?];
+    for namespace in &namespaces {
+        seed(&client, namespace, "kfp-2.3", "daily", 3).await?;
+    }
+    let kfp = KfpApi::serve(TARGET).await?;
+    let running = ControllerArgs::new(&namespaces)
+        .unset("--target-version")
+        .set("--kfp-api-url", &kfp.url)
+        .set("--kfp-api-poll", "1s")
+        .start(control_plane)
+        .await?;
+    wait_for_all(
+        &client,
+        &namespaces,
+        "SWFs stamped for the polled version",
+        |swf| stamped_version(swf) == Some(TARGET),
+    )
+    .await?;
+
+    kfp.set_tag("2.17.1");
+    let bumped = wait_for_all(&client, &namespaces, "SWFs stamped for the bump", |swf| {
+        stamped_version(swf) == Some("2.17.1")
+    })
+    .await?;
+    ensure!(bumped.len() == 6, "{} SWFs", bumped.len());
+    running.wait_for_decisions("rebuild", 12).await?;
+    ensure!(
+        running.decisions("rebuild") == 12,
+        "rebuilds: {}",
+        running.decisions("rebuild")
+    );
+
+    running.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_swf_that_cannot_be_rendered_is_reported_and_the_others_are_rebuilt() -> Result<()> {
+    let control_plane = shared().await?;
+    let client = control_plane.client()?;
+    let namespace = control_plane.ns().await?;
+    seed(&client, &namespace, "kfp-2.3", "daily", 4).await?;
+    let broken = seed(&client, &namespace, "kfp-2.3-corrupted", "corrupt", 1).await?;
+    let broken_version = broken[0].resource_version();
+
+    let running = ControllerArgs::new(std::slice::from_ref(&namespace))
+        .start(control_plane)
+        .await?;
+    let all = wait_for_all(
+        &client,
+        std::slice::from_ref(&namespace),
+        "the others stamped",
+        |swf| swf.name_any().starts_with("corrupt") || stamped_version(swf) == Some(TARGET),
+    )
+    .await?;
+    running.wait_for_decisions("render-failed", 1).await?;
+    let note = event_note(&client, &namespace, "corrupt-0", "RenderFailed").await?;
+    ensure!(note.contains("holds no Argo Workflow"), "note: {note}");
+    ensure!(note.contains("no last good render"), "note: {note}");
+    ensure!(note.contains(&running.policy_digest()), "note: {note}");
+    let corrupt = all
+        .iter()
+        .find(|s| s.name_any() == "corrupt-0")
+        .expect("listed");
+    ensure!(
+        corrupt.resource_version() == broken_version,
+        "the broken SWF was written"
+    );
+    let failures = running.handle.metrics().encode().lines().any(|l| {
+        l.starts_with("pipewarden_policy_errors_total{export=\"render-swf\",kind=\"guest_error\"}")
+    });
+    ensure!(
+        failures,
+        "no render-swf guest_error in the policy error metric"
+    );
+    ensure!(
+        running.decisions("rebuild") == 4,
+        "rebuilds: {}",
+        running.decisions("rebuild")
+    );
+    running.stop().await;
+    Ok(())
+}
