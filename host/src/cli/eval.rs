@@ -52,9 +52,14 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
     let rebuild_policy = parse_rebuild_policy(&args.rebuild_policy).map_err(anyhow::Error::msg)?;
     let settings = read_settings(args.settings.as_ref())?;
     let policy = args.policy.load()?;
-    policy
-        .validate_settings(&settings)
-        .map_err(|e| anyhow::anyhow!("settings rejected: {e}"))?;
+    // Without settings only exit eligibility is meaningful; renders then see `{}`.
+    if args.settings.is_some() {
+        policy
+            .validate_settings(&settings)
+            .map_err(|e| anyhow::anyhow!("settings rejected: {e}"))?;
+    } else {
+        eprintln!("note: no --settings given; validate-settings skipped and renders get {{}}");
+    }
     let target = RenderTarget {
         rebuild_policy,
         target_version: args.target_version.clone(),
@@ -95,9 +100,13 @@ fn eval_swfs(policy: &Policy, swfs: &[Value], target: &RenderTarget, output: Out
         if output == OutputFormat::Json {
             let lines: Vec<String> = changes.iter().map(ToString::to_string).collect();
             let paths: Vec<&str> = changes.iter().map(|c| c.path()).collect();
+            let rendered = match &outcome {
+                Some(SwfOutcome::Rebuild { desired, .. }) => desired.clone(),
+                _ => Value::Null,
+            };
             println!(
                 "{}",
-                json!({"swf": key, "decision": label, "reason": reason, "paths": paths, "diff": lines})
+                json!({"swf": key, "decision": label, "reason": reason, "paths": paths, "diff": lines, "rendered": rendered})
             );
             continue;
         }
