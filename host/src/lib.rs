@@ -7,5 +7,6 @@ pub mod cli;
 pub mod controller;
 pub mod engine;
 pub mod exit;
+pub mod lease;
 pub mod logging;
 pub mod swf;

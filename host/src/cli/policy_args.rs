@@ -15,6 +15,14 @@ pub struct PolicyArgs {
     /// Refuse the policy unless its digest is this (sha256:<hex>).
     #[arg(long, env = "PIPEWARDEN_POLICY_SHA256")]
     pub policy_sha256: Option<String>,
+    /// A file holding the pin (sha256:<hex>); re-read on every (re)load, so a policy and its
+    /// pin can be updated together.
+    #[arg(
+        long,
+        env = "PIPEWARDEN_POLICY_SHA256_FILE",
+        conflicts_with = "policy_sha256"
+    )]
+    pub policy_sha256_file: Option<PathBuf>,
     /// Directory for compiled policies; loads from it when possible.
     #[arg(long, env = "PIPEWARDEN_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
@@ -30,19 +38,28 @@ pub struct PolicyArgs {
 }
 
 impl PolicyArgs {
-    pub fn options(&self) -> PolicyOptions {
-        PolicyOptions {
+    pub fn options(&self) -> anyhow::Result<PolicyOptions> {
+        let pinned_sha256 = match &self.policy_sha256_file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read the policy pin {}", path.display()))?
+                    .trim()
+                    .to_string(),
+            ),
+            None => self.policy_sha256.clone(),
+        };
+        Ok(PolicyOptions {
             render_timeout: Duration::from_millis(self.render_timeout_ms),
             decision_timeout: Duration::from_millis(self.decision_timeout_ms),
             memory_limit: self.memory_limit_mib << 20,
             cache_dir: self.cache_dir.clone(),
-            pinned_sha256: self.policy_sha256.clone(),
+            pinned_sha256,
             ..PolicyOptions::default()
-        }
+        })
     }
 
     pub fn load(&self) -> anyhow::Result<Policy> {
-        Policy::load(&self.policy, self.options())
+        Policy::load(&self.policy, self.options()?)
             .with_context(|| format!("cannot load policy {}", self.policy.display()))
     }
 }

@@ -4,8 +4,10 @@
 pub mod context;
 pub mod exit_gate;
 pub mod health;
+pub mod leader;
 pub mod metrics;
 pub mod policy_handle;
+pub mod policy_reload;
 pub mod swf;
 
 use std::net::SocketAddr;
@@ -36,6 +38,11 @@ pub struct RunArgs {
     /// Address for /healthz, /readyz and /metrics.
     #[arg(long, env = "PIPEWARDEN_HTTP_ADDR", default_value = "0.0.0.0:9090")]
     pub http_addr: SocketAddr,
+    /// How often to look for a changed policy, settings or pin file; 0 turns reloading off.
+    #[arg(long, env = "PIPEWARDEN_POLICY_RELOAD_SECONDS", default_value_t = 10)]
+    pub policy_reload_seconds: u64,
+    #[command(flatten)]
+    pub leader: leader::LeaderArgs,
     #[command(flatten)]
     pub exit: exit_gate::ExitArgs,
     #[command(flatten)]
@@ -78,6 +85,8 @@ pub struct ControllerHandle {
     /// Where /healthz, /readyz and /metrics are served (the bound port, if 0 was asked).
     pub http_addr: SocketAddr,
     tasks: tokio::task::JoinSet<anyhow::Result<()>>,
+    /// Set when this replica takes part in leader election, to release the lease on shutdown.
+    leader: Option<leader::LeaderArgs>,
 }
 
 impl ControllerHandle {
@@ -88,6 +97,16 @@ impl ControllerHandle {
     /// Stop every loop at once, as a killed process would: nothing is flushed or finished.
     pub async fn stop(mut self) {
         self.tasks.shutdown().await;
+    }
+
+    /// Stop as on SIGTERM: give the lease up first, so a standby takes over at once.
+    pub async fn shutdown(self) {
+        if let Some(args) = &self.leader
+            && let Err(error) = leader::Elector::release(self.ctx.client.clone(), args).await
+        {
+            tracing::warn!(%error, "could not release the lease; a standby takes over when it expires");
+        }
+        self.stop().await;
     }
 
     /// Wait until a task fails (they run forever otherwise).
@@ -122,10 +141,12 @@ pub async fn start_with(
 ) -> anyhow::Result<ControllerHandle> {
     let metrics = Arc::new(Metrics::new());
     let loaded = load_policy(&args.policy, args.settings.as_ref(), &metrics)?;
-    let (_writer, may_write) = watch::channel(true);
-    metrics.leader.set(1);
+    let elect = args.leader.leader_elect;
+    // Without election this replica writes; with it, only once it holds the lease.
+    let (writer, may_write) = watch::channel(!elect);
+    metrics.leader.set(i64::from(!elect));
     let ctx = Context::new(
-        client,
+        client.clone(),
         PolicyHandle::new(loaded, metrics.clone()),
         metrics.clone(),
         args.namespaces.clone(),
@@ -138,7 +159,24 @@ pub async fn start_with(
     let http_addr = listener.local_addr()?;
     let swf_loop = swf::prepare(&ctx, args.swf)?;
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(health::serve(listener, metrics, ctx.readiness.clone()));
+    tasks.spawn(health::serve(
+        listener,
+        metrics.clone(),
+        ctx.readiness.clone(),
+    ));
+    if elect {
+        let elector = leader::Elector::new(client, &args.leader, writer);
+        tasks.spawn(elector.run(metrics.clone()));
+    }
+    if args.policy_reload_seconds > 0 {
+        tasks.spawn(policy_reload::watch(
+            args.policy.clone(),
+            args.settings.clone(),
+            std::time::Duration::from_secs(args.policy_reload_seconds),
+            ctx.policy.clone(),
+            metrics,
+        ));
+    }
     if args.exit.exit_gate {
         ctx.readiness.expect("exit");
         tasks.spawn(exit_gate::run(ctx.clone(), args.exit, hooks.exit_events));
@@ -148,6 +186,7 @@ pub async fn start_with(
         ctx,
         http_addr,
         tasks,
+        leader: elect.then_some(args.leader),
     })
 }
 
@@ -161,7 +200,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         result = handle.wait() => result,
         _ = shutdown_signal() => {
             tracing::info!("shutting down");
-            handle.stop().await;
+            handle.shutdown().await;
             Ok(())
         }
     }

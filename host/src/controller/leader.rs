@@ -1,0 +1,200 @@
+//! Leader election on a Lease: only the holder writes. Standbys run their loops (caches stay
+//! warm) with `may_write` false. A leader that cannot renew within the renew deadline drops
+//! `may_write` at once, before any standby can take over.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
+use tokio::sync::watch;
+
+use super::metrics::Metrics;
+use crate::lease::{LeaseView, Step, next_step, renew_deadline, retry_period};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct LeaderArgs {
+    /// Elect a leader among replicas on a Lease; without it this process always writes.
+    #[arg(long, env = "PIPEWARDEN_LEADER_ELECT")]
+    pub leader_elect: bool,
+    #[arg(long, env = "PIPEWARDEN_LEASE_NAME", default_value = "pipewarden")]
+    pub lease_name: String,
+    /// Namespace of the Lease (the controller's own).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    pub lease_namespace: String,
+    #[arg(long, env = "PIPEWARDEN_LEASE_DURATION_SECONDS", default_value_t = 15)]
+    pub lease_duration_seconds: u64,
+    /// This replica's name in the Lease; defaults to the pod name, else host and pid.
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+}
+
+impl LeaderArgs {
+    pub fn identity(&self) -> String {
+        self.identity.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            format!("{}-{}", host.trim(), std::process::id())
+        })
+    }
+}
+
+pub struct Elector {
+    api: Api<Lease>,
+    name: String,
+    me: String,
+    duration: Duration,
+    may_write: watch::Sender<bool>,
+    last_renewal: Option<Instant>,
+}
+
+impl Elector {
+    pub fn new(client: kube::Client, args: &LeaderArgs, may_write: watch::Sender<bool>) -> Self {
+        Elector {
+            api: Api::namespaced(client, &args.lease_namespace),
+            name: args.lease_name.clone(),
+            me: args.identity(),
+            duration: Duration::from_secs(args.lease_duration_seconds.max(3)),
+            may_write,
+            last_renewal: None,
+        }
+    }
+
+    /// Acquire and renew forever; `may_write` follows the outcome.
+    pub async fn run(mut self, metrics: std::sync::Arc<Metrics>) -> anyhow::Result<()> {
+        tracing::info!(lease = %self.name, identity = %self.me, "leader election started");
+        loop {
+            if let Err(error) = self.try_hold().await {
+                tracing::warn!(%error, "lease request failed");
+            }
+            let wait = retry_period(self.duration);
+            // Whatever happened, a leader past its renew deadline stops writing now.
+            self.enforce_deadline();
+            metrics.leader.set(i64::from(*self.may_write.borrow()));
+            let deadline = self
+                .last_renewal
+                .map(|at| at + renew_deadline(self.duration));
+            let sleep_until = match deadline {
+                Some(deadline) if *self.may_write.borrow() => deadline.min(Instant::now() + wait),
+                _ => Instant::now() + wait,
+            };
+            tokio::time::sleep_until(sleep_until.into()).await;
+            self.enforce_deadline();
+        }
+    }
+
+    /// One round of acquire-or-renew.
+    async fn try_hold(&mut self) -> anyhow::Result<()> {
+        let current = self.api.get_opt(&self.name).await?;
+        let now = Timestamp::now();
+        let view = current.as_ref().map(view_of);
+        let step = next_step(view.as_ref(), &self.me, now);
+        let written = match (&step, current) {
+            (Step::Create, _) => {
+                let lease = Lease {
+                    metadata: ObjectMeta {
+                        name: Some(self.name.clone()),
+                        ..ObjectMeta::default()
+                    },
+                    spec: Some(self.claim(now, &LeaseSpec::default(), false)),
+                };
+                self.api
+                    .create(&PostParams::default(), &lease)
+                    .await
+                    .map(drop)
+            }
+            (Step::Renew | Step::TakeOver, Some(mut lease)) => {
+                let previous = lease.spec.take().unwrap_or_default();
+                lease.spec = Some(self.claim(now, &previous, step == Step::TakeOver));
+                // The Lease carries its resourceVersion: a concurrent writer makes this a 409.
+                self.api
+                    .replace(&self.name, &PostParams::default(), &lease)
+                    .await
+                    .map(drop)
+            }
+            (Step::Follow { holder }, _) => {
+                if *self.may_write.borrow() {
+                    tracing::warn!(%holder, "another replica holds the lease; not writing");
+                }
+                self.set_leader(false);
+                return Ok(());
+            }
+            // Deleted between the read and the write: the next round creates it.
+            (_, None) => return Ok(()),
+        };
+        match written {
+            Ok(()) => {
+                self.last_renewal = Some(Instant::now());
+                if step == Step::TakeOver || step == Step::Create {
+                    tracing::info!(identity = %self.me, "acquired the lease; this replica writes");
+                }
+                self.set_leader(true);
+                Ok(())
+            }
+            // Another replica wrote first; the next round reads who holds it.
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    fn claim(&self, now: Timestamp, previous: &LeaseSpec, take_over: bool) -> LeaseSpec {
+        let acquired = match (&previous.acquire_time, take_over) {
+            (Some(at), false) => at.clone(),
+            _ => MicroTime(now),
+        };
+        LeaseSpec {
+            holder_identity: Some(self.me.clone()),
+            lease_duration_seconds: Some(self.duration.as_secs() as i32),
+            acquire_time: Some(acquired),
+            renew_time: Some(MicroTime(now)),
+            lease_transitions: Some(previous.lease_transitions.unwrap_or(0) + i32::from(take_over)),
+            ..LeaseSpec::default()
+        }
+    }
+
+    fn enforce_deadline(&mut self) {
+        let expired = self
+            .last_renewal
+            .is_none_or(|at| at.elapsed() >= renew_deadline(self.duration));
+        if expired && *self.may_write.borrow() {
+            tracing::warn!(identity = %self.me, "lease not renewed in time; writes stopped");
+            self.set_leader(false);
+        }
+    }
+
+    fn set_leader(&self, leader: bool) {
+        self.may_write
+            .send_if_modified(|current| std::mem::replace(current, leader) != leader);
+    }
+
+    /// Give the lease up (on graceful shutdown), so a standby takes over without waiting.
+    pub async fn release(client: kube::Client, args: &LeaderArgs) -> anyhow::Result<()> {
+        let api: Api<Lease> = Api::namespaced(client, &args.lease_namespace);
+        let Some(mut lease) = api.get_opt(&args.lease_name).await? else {
+            return Ok(());
+        };
+        let me = args.identity();
+        let Some(spec) = lease
+            .spec
+            .as_mut()
+            .filter(|s| s.holder_identity.as_deref() == Some(me.as_str()))
+        else {
+            return Ok(());
+        };
+        spec.holder_identity = None;
+        api.replace(&args.lease_name, &PostParams::default(), &lease)
+            .await?;
+        tracing::info!(identity = %me, "released the lease");
+        Ok(())
+    }
+}
+
+fn view_of(lease: &Lease) -> LeaseView {
+    let spec = lease.spec.clone().unwrap_or_default();
+    LeaseView {
+        holder: spec.holder_identity,
+        renewed_at: spec.renew_time.map(|t| t.0),
+        duration: Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64),
+    }
+}

@@ -1,0 +1,77 @@
+//! Hot reload: when the policy file, its settings or its pin file change on disk (a ConfigMap
+//! update swaps them), load and validate the new policy off the decision path and swap it in
+//! atomically; a policy that fails anything is refused and the old one keeps serving.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::load_policy;
+use super::metrics::Metrics;
+use super::policy_handle::PolicyHandle;
+use crate::cli::policy_args::PolicyArgs;
+
+/// Everything a reload reads; any change to these bytes triggers one.
+struct Inputs {
+    policy: PolicyArgs,
+    settings: Option<PathBuf>,
+}
+
+impl Inputs {
+    fn fingerprint(&self) -> Option<[u8; 32]> {
+        let mut hasher = Sha256::new();
+        let files = [
+            Some(&self.policy.policy),
+            self.settings.as_ref(),
+            self.policy.policy_sha256_file.as_ref(),
+        ];
+        for path in files.into_iter().flatten() {
+            hasher.update(std::fs::read(path).ok()?);
+            hasher.update([0]);
+        }
+        Some(hasher.finalize().into())
+    }
+}
+
+/// Polls every `interval` (ConfigMap volumes change by an atomic symlink swap, which polling
+/// sees reliably) and swaps in each valid new policy.
+pub async fn watch(
+    policy: PolicyArgs,
+    settings: Option<PathBuf>,
+    interval: Duration,
+    handle: PolicyHandle,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<()> {
+    let inputs = Arc::new(Inputs { policy, settings });
+    let mut last = inputs.fingerprint();
+    loop {
+        tokio::time::sleep(interval).await;
+        let now = inputs.fingerprint();
+        // A file briefly missing mid-swap is not a change worth acting on.
+        if now.is_none() || now == last {
+            continue;
+        }
+        last = now;
+        let (inputs, metrics_for_load) = (inputs.clone(), metrics.clone());
+        let loaded = tokio::task::spawn_blocking(move || {
+            load_policy(&inputs.policy, inputs.settings.as_ref(), &metrics_for_load)
+        })
+        .await?;
+        match loaded {
+            Ok(loaded) => {
+                let previous = handle.current().policy.digest().to_string();
+                let next = loaded.policy.digest().to_string();
+                handle.swap(loaded);
+                tracing::info!(%previous, %next, "policy swapped");
+            }
+            Err(error) => {
+                tracing::error!(
+                    error = format!("{error:#}"),
+                    "new policy refused; the previous one keeps serving"
+                );
+            }
+        }
+    }
+}
