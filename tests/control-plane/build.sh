@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds etcd and kube-apiserver from the pinned Go wrapper modules beside this script.
+# Builds etcd, kube-apiserver and kustomize from the pinned Go wrapper modules beside this script.
 # Output: $PIPEWARDEN_CONTROL_PLANE_CACHE (default <repo>/.cache/bin). A binary is rebuilt only
 # when its version marker (derived from the go.mod pins) differs.
 set -euo pipefail
@@ -61,5 +61,8 @@ minor="${k8s#v*.}" minor="${minor%%.*}"
 version_pkg=k8s.io/component-base/version
 build kube-apiserver "$apiserver_dir" k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver \
   "-X $version_pkg.gitVersion=$k8s -X $version_pkg.gitMajor=$major -X $version_pkg.gitMinor=$minor"
+
+# kustomize renders deploy/ for the manifest tests.
+build kustomize "$here/kustomize" sigs.k8s.io/kustomize/kustomize/v5 sigs.k8s.io/kustomize/kustomize/v5
 
 echo "control-plane: binaries in $out"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Renders an overlay with a built policy: `deploy/render.sh [overlay] [policy.wasm]`.
+# Default: the kubeflow overlay and the default policy from `make policies`.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+overlay="${1:-kubeflow}"
+wasm="${2:-${CARGO_TARGET_DIR:-$repo/target}/wasm32-wasip2/policy/kfp_default.wasm}"
+kustomize="${KUSTOMIZE:-${PIPEWARDEN_CONTROL_PLANE_BIN:-$repo/.cache/bin}/kustomize}"
+[[ -f "$wasm" ]] || { echo "no policy at $wasm: run \`make policies\`" >&2; exit 1; }
+[[ -x "$kustomize" ]] || { echo "no kustomize at $kustomize: run \`make control-plane\`" >&2; exit 1; }
+cp "$wasm" "$here/base/policy/policy.wasm"
+echo "sha256:$(sha256sum "$wasm" | cut -d' ' -f1)" >"$here/base/policy/policy.sha256"
+"$kustomize" build "$here/overlays/$overlay"
