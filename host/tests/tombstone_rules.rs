@@ -139,3 +139,47 @@ fn uid_keys_pack_uuids_and_hash_anything_else() {
     assert_ne!(UidKey::new("u1"), UidKey::new("u2"));
     assert_eq!(UidKey::new("u1"), UidKey::new("u1"));
 }
+
+#[test]
+fn beyond_capacity_the_least_recently_raised_go_first() {
+    // 16 shards of one entry each: a second uid in a shard evicts the older one.
+    let clock = Arc::new(ManualClock::default());
+    let tombs = TombstoneCache::new(Duration::from_secs(600), 16, clock.clone());
+    let uids: Vec<String> = (0..64u32)
+        .map(|i| format!("7f0c7c1e-4d8a-4a63-9b1f-{i:012x}"))
+        .collect();
+    for uid in &uids {
+        clock.advance(Duration::from_secs(1));
+        tombs.observe(uid, &seen("110", Phase::Succeeded));
+    }
+    assert_eq!(tombs.len(), 16, "one per shard");
+    assert!(
+        uids[48..].iter().all(|uid| tombs.get(uid).is_some()),
+        "the newest stay"
+    );
+    assert!(
+        uids[..48].iter().all(|uid| tombs.get(uid).is_none()),
+        "the oldest went"
+    );
+}
+
+#[test]
+fn expired_entries_are_dropped_not_just_hidden() {
+    let (tombs, clock) = cache(600);
+    for i in 0..100u32 {
+        let uid = format!("7f0c7c1e-4d8a-4a63-9b1f-{i:012x}");
+        tombs.observe(&uid, &seen("110", Phase::Succeeded));
+    }
+    assert_eq!(tombs.len(), 100);
+    clock.advance(Duration::from_secs(300));
+    // Raised half-way: lives on for a full ttl from now.
+    tombs.observe(
+        "7f0c7c1e-4d8a-4a63-9b1f-000000000007",
+        &seen("111", Phase::Succeeded),
+    );
+    clock.advance(Duration::from_secs(300));
+    assert_eq!(tombs.len(), 1, "only the raised one is left");
+    assert_eq!(tombs.approx_len(), 1);
+    clock.advance(Duration::from_secs(300));
+    assert!(tombs.is_empty());
+}

@@ -1,6 +1,7 @@
 //! The exit gate's logic that needs no cluster: tombstones, workflow events, the decision,
 //! and the once-per-completion notification rules.
 
+mod cache;
 pub mod event;
 pub mod gate;
 pub mod notification;

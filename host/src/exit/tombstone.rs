@@ -1,10 +1,10 @@
 //! The tombstone rules: per workflow uid, the highest resourceVersion seen, and whether the
-//! workflow had completed by then. Pure functions over an explicit clock, plus the bounded
-//! in-memory cache the controller keeps them in.
+//! workflow had completed by then. Pure functions over an explicit clock; the bounded
+//! in-memory cache the controller keeps them in is in `cache`.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use super::cache::TombstoneCache;
 use crate::engine;
 
 /// Argo's workflow phases; `New` is the empty phase of a workflow no controller touched yet.
@@ -159,12 +159,26 @@ pub struct UidKey(u128);
 
 impl UidKey {
     pub fn new(uid: &str) -> UidKey {
-        let hex: String = uid.chars().filter(|c| *c != '-').collect();
-        if hex.len() == 32
-            && let Ok(value) = u128::from_str_radix(&hex, 16)
-        {
-            return UidKey(value);
+        let mut value: u128 = 0;
+        let mut digits = 0;
+        for byte in uid.bytes().filter(|b| *b != b'-') {
+            let Some(digit) = (byte as char).to_digit(16) else {
+                return UidKey::hashed(uid);
+            };
+            digits += 1;
+            if digits > 32 {
+                return UidKey::hashed(uid);
+            }
+            value = value << 4 | u128::from(digit);
         }
+        if digits == 32 {
+            UidKey(value)
+        } else {
+            UidKey::hashed(uid)
+        }
+    }
+
+    fn hashed(uid: &str) -> UidKey {
         use sha2::{Digest, Sha256};
         let digest = Sha256::digest(uid.as_bytes());
         UidKey(u128::from_be_bytes(
@@ -175,84 +189,9 @@ impl UidKey {
     pub fn as_u128(self) -> u128 {
         self.0
     }
-}
 
-/// Bounded, expiring map of uid -> entry. Expiry follows the injected clock; the cache's own
-/// time-to-live only reclaims memory a little later.
-#[derive(Clone)]
-pub struct TombstoneCache {
-    entries: moka::sync::Cache<UidKey, Entry>,
-    ttl: Duration,
-    clock: Arc<dyn Clock>,
-}
-
-impl TombstoneCache {
-    pub fn new(ttl: Duration, max_entries: u64, clock: Arc<dyn Clock>) -> Self {
-        let entries = moka::sync::Cache::builder()
-            .max_capacity(max_entries)
-            .time_to_live(ttl + Duration::from_secs(60))
-            .build();
-        TombstoneCache {
-            entries,
-            ttl,
-            clock,
-        }
-    }
-
-    pub fn now(&self) -> Duration {
-        self.clock.now()
-    }
-
-    /// The live entry for a uid, if any.
-    pub fn get(&self, uid: &str) -> Option<Entry> {
-        let key = UidKey::new(uid);
-        let entry = self.entries.get(&key)?;
-        if is_live(&entry, self.clock.now(), self.ttl) {
-            Some(entry)
-        } else {
-            self.entries.invalidate(&key);
-            None
-        }
-    }
-
-    /// Apply a sighting atomically for its uid; returns the entry now held.
-    pub fn observe(&self, uid: &str, sighting: &Sighting) -> Option<Entry> {
-        let now = self.clock.now();
-        let ttl = self.ttl;
-        let result = self
-            .entries
-            .entry(UidKey::new(uid))
-            .and_compute_with(|current| {
-                use moka::ops::compute::Op;
-                let previous = current
-                    .map(|e| e.into_value())
-                    .filter(|entry| is_live(entry, now, ttl));
-                match advance(previous, sighting, now) {
-                    Some(next) if Some(next) != previous => Op::Put(next),
-                    _ => Op::Nop,
-                }
-            });
-        use moka::ops::compute::CompResult;
-        match result {
-            CompResult::Inserted(e) | CompResult::ReplacedWith(e) | CompResult::Unchanged(e) => {
-                Some(e.into_value()).filter(|entry| is_live(entry, now, ttl))
-            }
-            CompResult::StillNone(_) | CompResult::Removed(_) => None,
-        }
-    }
-
-    /// Entries held, including some that expired but were not reclaimed yet.
-    pub fn len(&self) -> u64 {
-        self.entries.run_pending_tasks();
-        self.entries.entry_count()
-    }
-
-    /// Entries held as last counted; cheap, for the gauge.
-    pub fn approx_len(&self) -> u64 {
-        self.entries.entry_count()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// The key as two words (8-byte aligned, where u128 is 16).
+    pub fn parts(self) -> [u64; 2] {
+        [(self.0 >> 64) as u64, self.0 as u64]
     }
 }
