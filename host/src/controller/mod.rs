@@ -181,7 +181,9 @@ pub async fn start_with(
         ctx.readiness.expect("exit");
         tasks.spawn(exit_gate::run(ctx.clone(), args.exit, hooks.exit_events));
     }
-    tasks.spawn(swf_loop);
+    if let Some(swf_loop) = swf_loop {
+        tasks.spawn(swf_loop);
+    }
     Ok(ControllerHandle {
         ctx,
         http_addr,

@@ -18,6 +18,7 @@ use kube::runtime::watcher;
 use tokio::sync::{Semaphore, watch};
 
 use super::context::Context;
+use super::policy_handle::PolicyHandle;
 use crate::cli::eval::humantime_secs;
 use crate::engine::RebuildPolicy;
 use crate::swf::{REBUILD_POLICY_ENV, parse_rebuild_policy};
@@ -25,9 +26,15 @@ use target::HealthPoller;
 
 /// Readiness part: ready once every SWF has been listed.
 const READINESS: &str = "swf";
+/// How often to look whether a reload put another policy in force.
+const POLICY_CHECK: Duration = Duration::from_secs(5);
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct SwfArgs {
+    /// Run the SWF loop (watches kubeflow.org ScheduledWorkflows); turn off where KFP is not
+    /// installed.
+    #[arg(long = "swf-loop", env = "PIPEWARDEN_SWF_LOOP", default_value_t = true, action = clap::ArgAction::Set)]
+    pub enabled: bool,
     /// How SWFs are rebuilt: disable | always | on-version-change.
     #[arg(long, env = REBUILD_POLICY_ENV, default_value = "always", value_parser = parse_rebuild_policy)]
     pub rebuild_policy: RebuildPolicy,
@@ -68,17 +75,21 @@ pub(crate) struct SwfLoop {
 }
 
 /// Checks the arguments and marks the loop as not ready yet; the returned future runs it.
+/// None when the loop is turned off.
 pub fn prepare(
     ctx: &Context,
     args: SwfArgs,
-) -> anyhow::Result<impl Future<Output = anyhow::Result<()>> + use<>> {
+) -> anyhow::Result<Option<impl Future<Output = anyhow::Result<()>> + use<>>> {
+    if !args.enabled {
+        return Ok(None);
+    }
     let poller = args
         .kfp_api_url
         .as_deref()
         .map(HealthPoller::new)
         .transpose()?;
     ctx.readiness.expect(READINESS);
-    Ok(run(ctx.clone(), args, poller))
+    Ok(Some(run(ctx.clone(), args, poller)))
 }
 
 async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyhow::Result<()> {
@@ -121,6 +132,7 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
             Controller::new_with(api, watcher::Config::default(), swf_loop.resource.clone())
                 .with_config(Config::default().concurrency(ctx.concurrency.min(512) as u16))
                 .reconcile_all_on(changes(target_rx.clone()))
+                .reconcile_all_on(policy_changes(ctx.policy.clone()))
                 .reconcile_all_on(became_writer(ctx.may_write.clone()));
         stores.push(controller.store());
         controllers.push(
@@ -153,6 +165,28 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
 fn changes<T: Send + Sync + 'static>(rx: watch::Receiver<T>) -> impl Stream<Item = ()> + Send {
     futures::stream::unfold(rx, |mut rx| async move {
         rx.changed().await.ok().map(|()| ((), rx))
+    })
+}
+
+/// One item each time another policy or other settings are put in force (a reload).
+fn policy_changes(policy: PolicyHandle) -> impl Stream<Item = ()> + Send {
+    let in_force = |policy: &PolicyHandle| {
+        let loaded = policy.current();
+        (loaded.policy.digest().to_owned(), loaded.settings.clone())
+    };
+    let first = in_force(&policy);
+    futures::stream::unfold((policy, first), move |(policy, last)| async move {
+        loop {
+            tokio::time::sleep(POLICY_CHECK).await;
+            let now = in_force(&policy);
+            if now != last {
+                tracing::info!(
+                    digest = now.0,
+                    "policy or settings changed; every SWF is reconciled again"
+                );
+                return Some(((), (policy, now)));
+            }
+        }
     })
 }
 
