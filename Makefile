@@ -13,7 +13,7 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo test toolchain control-plane policies bench lint
+.PHONY: demo test toolchain control-plane policies bench bench-swf lint
 
 demo: control-plane
 	$(call phase,demo,$(CARGO) run -q -p pipewarden-tests --bin demo -- $(DEMO_ARGS))
@@ -39,6 +39,10 @@ policies: toolchain
 
 bench: policies
 	$(call phase,bench,$(CARGO) bench -p pipewarden)
+
+# 2,000 SWFs reconciled on the local control plane, pipewarden beside the upstream baseline.
+bench-swf: control-plane policies
+	$(call phase,bench-swf,$(CARGO) bench -p pipewarden-tests --bench swf_reconcile)
 
 lint:
 	$(call phase,fmt,$(CARGO) fmt --all --check)
