@@ -1,7 +1,8 @@
 //! The exit gate across restarts: the tombstone cache is gone, the annotation is not. A
 //! completion that happened while no controller ran is notified once; one already sent is not
 //! sent again; a claim left pending by a killed replica is re-sent with the same key; a stale
-//! copy that meets no tombstone is stopped by the fresh read before any side effect.
+//! copy that meets no tombstone is stopped by the fresh read before any side effect; a standby
+//! that saw a completion it could not act on notifies it once it holds the lease.
 
 mod exit_support;
 
@@ -107,5 +108,41 @@ async fn a_stale_failure_past_the_tombstone_is_stopped_by_the_fresh_read() -> Re
     );
     ensure!(receiver.requests() == 1, "{} requests", receiver.requests());
     controller.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_notifies_what_it_saw_once_it_takes_over() -> Result<()> {
+    let control_plane = shared().await?;
+    let client = control_plane.client()?;
+    let namespace = control_plane.ns().await?;
+    let api = workflows(&client, &namespace);
+    let receiver = Receiver::start().await?;
+    let replica = |identity: &str| {
+        vec![
+            receiver.flag(),
+            "--leader-elect".into(),
+            format!("--lease-namespace={namespace}"),
+            "--lease-duration-seconds=3".into(),
+            format!("--identity={identity}"),
+        ]
+    };
+    let leader = Controller::start(control_plane, &namespace, &replica("a")).await?;
+    pipewarden_tests::wait::until("replica a to lead", WAIT, || async {
+        Ok((leader.handle.metrics().leader.get() == 1).then_some(()))
+    })
+    .await?;
+    let standby = Controller::start(control_plane, &namespace, &replica("b")).await?;
+    let running = set_phase(&api, &submit(&api, NAME).await?, "Running", None).await?;
+
+    // The leader dies holding the lease; the workflow completes before the lease runs out.
+    leader.stop().await;
+    let done = set_phase(&api, &running, "Succeeded", Some(&timestamp(0))).await?;
+    let key = completion_key(&done)?;
+    wait_for_sent(&api, NAME, &key).await?;
+    ensure!(standby.handle.metrics().leader.get() == 1, "b took over");
+    ensure!(receiver.per_key() == BTreeMap::from([(key, 1)]));
+    ensure!(receiver.requests() == 1, "{} requests", receiver.requests());
+    standby.stop().await;
     Ok(())
 }

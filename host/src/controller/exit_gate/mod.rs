@@ -101,6 +101,10 @@ pub async fn run(
     let (mut inputs, watches) = watch::inputs(&ctx, injected);
     let mut listed = vec![false; watches];
     let mut delayed = FuturesUnordered::new();
+    // Completions seen while another replica held the lease are caught up on taking it over.
+    let mut leadership = ctx.may_write.clone();
+    let mut was_writer = *leadership.borrow_and_update();
+    let mut election = true;
     tracing::info!(
         namespaces = ?ctx.namespaces,
         webhook = args.exit_webhook_url.is_some(),
@@ -125,6 +129,21 @@ pub async fn run(
                 });
             }
             Some(work) = delayed.next(), if !delayed.is_empty() => dispatch(&shards, work).await?,
+            changed = leadership.changed(), if election => match changed {
+                Ok(()) => {
+                    let writer = *leadership.borrow_and_update();
+                    if writer && !was_writer {
+                        let listed = watch::list_all(&ctx).await;
+                        tracing::info!(workflows = listed.len(), "became the writer; catching up");
+                        for work in listed {
+                            dispatch(&shards, work).await?;
+                        }
+                    }
+                    was_writer = writer;
+                }
+                // No election: this replica writes from the start.
+                Err(_) => election = false,
+            },
             Some(ended) = workers.join_next() => {
                 anyhow::bail!("an exit worker stopped: {ended:?}");
             }

@@ -11,7 +11,7 @@ use super::watch::workflows;
 use super::worker::{Gate, MAX_DELIVERY_PASSES, Work};
 use crate::controller::metrics::Metrics;
 use crate::exit::event::WorkflowFacts;
-use crate::exit::notification::{Mark, Plan, event_note, payload, plan};
+use crate::exit::notification::{Mark, Plan, event_note, finished_before, payload, plan};
 use crate::exit::retry::jittered;
 
 /// Reads and writes per step before giving up on a workflow that keeps changing.
@@ -40,8 +40,14 @@ async fn attempt(
         return "not-leader";
     }
     let key = seen.completion_key();
-    if event.and_then(Mark::read) == Some(Mark::Sent(key.clone())) {
-        return "already-notified";
+    match event.map(|object| (object, Mark::read(object))) {
+        Some((_, Some(Mark::Sent(marked)))) if marked == key => return "already-notified",
+        // Unclaimed and old: decided without a read, so installing into a cluster full of
+        // finished workflows costs no API calls for them.
+        Some((_, None)) if finished_before(seen, Timestamp::now(), gate.catch_up) => {
+            return "skipped-old";
+        }
+        _ => {}
     }
     let api = workflows(&gate.ctx, &seen.namespace);
     for _ in 0..CONFLICT_ATTEMPTS {
@@ -65,6 +71,8 @@ async fn attempt(
             }
             Plan::Unconfirmed(reason) => return unconfirmed(seen, &reason),
             Plan::Resend => live,
+            // Leadership may have moved while we read: a claim is a write.
+            Plan::Claim if !gate.ctx.may_write() => return "not-leader",
             Plan::Claim => match write_mark(&api, seen, &Mark::Pending(key.clone()), &live).await {
                 Ok(claimed) => claimed,
                 Err(kube::Error::Api(status)) if status.is_conflict() => continue,

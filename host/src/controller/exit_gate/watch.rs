@@ -2,7 +2,7 @@
 //! and, for tests only, injected events merged beside it.
 
 use futures::stream::{self, BoxStream, StreamExt as _};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher;
 use tokio::sync::mpsc;
@@ -28,20 +28,24 @@ pub(super) fn workflows(ctx: &Context, namespace: &str) -> Api<DynamicObject> {
     Api::namespaced_with(ctx.client.clone(), namespace, &workflow_resource())
 }
 
-/// The merged inputs, and how many watches must list before the loop is ready.
-pub(super) fn inputs(
-    ctx: &Context,
-    injected: Option<mpsc::Receiver<InjectedEvent>>,
-) -> (BoxStream<'static, Input>, usize) {
-    let resource = workflow_resource();
-    let apis: Vec<Api<DynamicObject>> = if ctx.namespaces.is_empty() {
-        vec![Api::all_with(ctx.client.clone(), &resource)]
+/// One API for all namespaces, or one per configured namespace.
+pub(super) fn scopes(ctx: &Context) -> Vec<Api<DynamicObject>> {
+    if ctx.namespaces.is_empty() {
+        vec![Api::all_with(ctx.client.clone(), &workflow_resource())]
     } else {
         ctx.namespaces
             .iter()
             .map(|namespace| workflows(ctx, namespace))
             .collect()
-    };
+    }
+}
+
+/// The merged inputs, and how many watches must list before the loop is ready.
+pub(super) fn inputs(
+    ctx: &Context,
+    injected: Option<mpsc::Receiver<InjectedEvent>>,
+) -> (BoxStream<'static, Input>, usize) {
+    let apis = scopes(ctx);
     let count = apis.len();
     // Events as delivered, not deduplicated: a stale copy must reach the gate to be rejected.
     let watches = apis.into_iter().enumerate().map(|(index, api)| {
@@ -70,6 +74,34 @@ pub(super) fn inputs(
         stream::select(stream::select_all(watches), injected).boxed(),
         count,
     )
+}
+
+/// Every workflow in scope, listed page by page; for a replica that just became the writer,
+/// which may have seen completions while it was not allowed to act on them.
+pub(super) async fn list_all(ctx: &Context) -> Vec<Work> {
+    let mut work = Vec::new();
+    for api in scopes(ctx) {
+        let mut params = ListParams::default().limit(500);
+        loop {
+            let page = match api.list(&params).await {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot list workflows to catch up");
+                    break;
+                }
+            };
+            for object in page.items {
+                if let Ok(workflow) = serde_json::to_value(object) {
+                    work.push(Work::CatchUp { workflow });
+                }
+            }
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => break,
+            }
+        }
+    }
+    work
 }
 
 fn translate(

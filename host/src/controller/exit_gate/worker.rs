@@ -36,13 +36,16 @@ pub(super) enum Work {
     },
     /// Deliver a claimed notification again (after a failed pass).
     Redeliver { seen: WorkflowFacts, pass: u32 },
+    /// A workflow listed when this replica became the writer: notify its completion if no
+    /// replica did. Listed just now, so not a stale copy; `notify` reads it again anyway.
+    CatchUp { workflow: Value },
 }
 
 impl Work {
     /// The uid that decides the shard; a workflow without one goes to the first shard.
     pub(super) fn uid(&self) -> &str {
         match self {
-            Work::Event { workflow, .. } => workflow
+            Work::Event { workflow, .. } | Work::CatchUp { workflow } => workflow
                 .pointer("/metadata/uid")
                 .and_then(Value::as_str)
                 .unwrap_or(""),
@@ -112,6 +115,11 @@ pub(super) async fn run(gate: std::sync::Arc<Gate>, mut work: mpsc::Receiver<Wor
             } => recheck(&gate, &namespace, &name, &uid, requeues).await,
             Work::Redeliver { seen, pass } => {
                 notify::process(&gate, &seen, None, pass).await;
+            }
+            Work::CatchUp { workflow } => {
+                if let Some(seen) = WorkflowFacts::read(&workflow).filter(|f| f.complete) {
+                    notify::process(&gate, &seen, Some(&workflow), 0).await;
+                }
             }
         }
     }
