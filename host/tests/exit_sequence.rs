@@ -68,126 +68,63 @@ impl<'a> Gate<'a> {
         }
     }
 
-    /// Feeds one event and checks the decision, whether it may act, and the tombstone after.
-    fn step(
-        &mut self,
-        what: &str,
-        kind: EventKind,
-        object: &Value,
-        decision: &str,
-        act: bool,
-        tombstone: Option<(u64, bool)>,
-    ) {
-        let assessment = assess_with(|e, t| (self.decide)(e, t), &self.tombstones, kind, object)
-            .unwrap_or_else(|e| panic!("{}: {what}: {e}", self.label));
-        let context = format!("{}: {what}", self.label);
-        assert_eq!(
-            eligibility_parts(&assessment.eligibility).0,
-            decision,
-            "{context}"
-        );
-        assert_eq!(assessment.act, act, "{context}: act");
-        if act {
-            self.notified.insert(assessment.facts.completion_key());
+    /// Feeds each event and checks its decision (`act` = process, and exit processing may
+    /// run) and the tombstone held after it: (resourceVersion, completed).
+    fn run(&mut self, steps: &[Step]) {
+        for (what, kind, object, decision, tombstone) in steps {
+            let context = format!("{}: {what}", self.label);
+            let assessment =
+                assess_with(|e, t| (self.decide)(e, t), &self.tombstones, *kind, object)
+                    .unwrap_or_else(|e| panic!("{context}: {e}"));
+            let (label, _) = eligibility_parts(&assessment.eligibility);
+            let seen = if assessment.act { "act" } else { label };
+            assert_eq!(seen, *decision, "{context}");
+            if assessment.act {
+                self.notified.insert(assessment.facts.completion_key());
+            }
+            let held = self.tombstones.get(&assessment.facts.uid);
+            let held = held.map(|entry| (entry.resource_version, entry.completed));
+            assert_eq!(held, Some(*tombstone), "{context}: tombstone after");
         }
-        let held = self
-            .tombstones
-            .get(&assessment.facts.uid)
-            .map(|entry| (entry.resource_version, entry.completed));
-        assert_eq!(held, tombstone, "{context}: tombstone after");
     }
+}
+
+/// What happens, the event, the expected decision, the tombstone after.
+type Step = (&'static str, EventKind, Value, &'static str, (u64, bool));
+
+fn new(uid: &str, rv: &str) -> Value {
+    workflow(uid, rv, "", None)
+}
+
+fn running(uid: &str, rv: &str) -> Value {
+    workflow(uid, rv, "Running", None)
+}
+
+fn succeeded(rv: &str) -> Value {
+    completed(U1, rv, "Succeeded")
 }
 
 #[test]
 fn the_brief_sequence_notifies_once_and_processes_the_recreated_workflow() {
     with_both(|decide, label| {
         let mut gate = Gate::new(decide, label);
-        let running = |rv| workflow(U1, rv, "Running", None);
-        gate.step(
-            "new",
-            Added,
-            &workflow(U1, "100", "", None),
-            "process",
-            false,
-            Some((100, false)),
-        );
-        gate.step(
-            "running",
-            Modified,
-            &running("101"),
-            "process",
-            false,
-            Some((101, false)),
-        );
-        gate.step(
-            "progress",
-            Modified,
-            &running("105"),
-            "process",
-            false,
-            Some((105, false)),
-        );
-        let done = completed(U1, "110", "Succeeded");
-        gate.step(
-            "completed",
-            Modified,
-            &done,
-            "process",
-            true,
-            Some((110, true)),
-        );
-        gate.step(
-            "delayed stale copy",
-            Modified,
-            &running("105"),
-            "reject-stale",
-            false,
-            Some((110, true)),
-        );
-        gate.step(
-            "stale relist",
-            Relisted,
-            &running("105"),
-            "reject-stale",
-            false,
-            Some((110, true)),
-        );
-        let later = completed(U1, "111", "Succeeded");
-        gate.step(
-            "label update",
-            Modified,
-            &later,
-            "process",
-            true,
-            Some((111, true)),
-        );
-        gate.step("deleted", Deleted, &later, "skip", false, Some((111, true)));
-        gate.step(
-            "same name, new uid",
-            Added,
-            &workflow(U2, "200", "", None),
-            "process",
-            false,
-            Some((200, false)),
-        );
-        let reused = workflow(U2, "201", "Running", None);
-        gate.step(
-            "new uid running",
-            Modified,
-            &reused,
-            "process",
-            false,
-            Some((201, false)),
-        );
-        assert_eq!(
-            gate.notified.len(),
-            1,
-            "{label}: one notification for U1's completion"
-        );
-        assert_eq!(
-            gate.tombstones.get(U1).map(|e| e.resource_version),
-            Some(111)
-        );
+        #[rustfmt::skip]
+        let steps = [
+            ("new", Added, new(U1, "100"), "process", (100, false)),
+            ("running", Modified, running(U1, "101"), "process", (101, false)),
+            ("progress", Modified, running(U1, "105"), "process", (105, false)),
+            ("completed", Modified, succeeded("110"), "act", (110, true)),
+            ("delayed stale copy", Modified, running(U1, "105"), "reject-stale", (110, true)),
+            ("stale relist", Relisted, running(U1, "105"), "reject-stale", (110, true)),
+            ("label update", Modified, succeeded("111"), "act", (111, true)),
+            ("deleted", Deleted, succeeded("111"), "skip", (111, true)),
+            ("same name, new uid", Added, new(U2, "200"), "process", (200, false)),
+            ("new uid running", Modified, running(U2, "201"), "process", (201, false)),
+        ];
+        gate.run(&steps);
+        assert_eq!(gate.notified.len(), 1, "{label}: one notification for U1");
+        let held = gate.tombstones.get(U1).map(|e| e.resource_version);
+        assert_eq!(held, Some(111), "{label}");
     });
 }
 
@@ -195,33 +132,16 @@ fn the_brief_sequence_notifies_once_and_processes_the_recreated_workflow() {
 fn a_stale_completion_does_not_lower_the_tombstone() {
     with_both(|decide, label| {
         let mut gate = Gate::new(decide, label);
-        gate.step(
-            "completed",
-            Modified,
-            &completed(U1, "110", "Succeeded"),
-            "process",
-            true,
-            Some((110, true)),
-        );
-        // A copy claiming another outcome at an older version, as a stale reconcile would make.
+        // A copy claiming another outcome at an older version, as a stale reconcile makes.
         let stale = workflow(U1, "105", "Error", Some("2026-08-04T01:30:00Z"));
-        gate.step(
-            "stale completion",
-            Modified,
-            &stale,
-            "reject-stale",
-            false,
-            Some((110, true)),
-        );
         let unordered = completed(U1, "0105", "Failed");
-        gate.step(
-            "unordered version",
-            Modified,
-            &unordered,
-            "reject-stale",
-            false,
-            Some((110, true)),
-        );
+        #[rustfmt::skip]
+        let steps = [
+            ("completed", Modified, succeeded("110"), "act", (110, true)),
+            ("stale completion", Modified, stale, "reject-stale", (110, true)),
+            ("unordered version", Modified, unordered, "reject-stale", (110, true)),
+        ];
+        gate.run(&steps);
         assert_eq!(gate.notified.len(), 1, "{label}");
     });
 }
@@ -230,41 +150,16 @@ fn a_stale_completion_does_not_lower_the_tombstone() {
 fn a_retry_keeps_the_uid_and_is_eligible_and_notified_again() {
     with_both(|decide, label| {
         let mut gate = Gate::new(decide, label);
-        gate.step(
-            "failed",
-            Modified,
-            &completed(U1, "110", "Failed"),
-            "process",
-            true,
-            Some((110, true)),
-        );
-        // `argo retry`: same uid, newer version, completed label removed.
-        let retried = workflow(U1, "150", "Running", None);
-        gate.step(
-            "retried",
-            Modified,
-            &retried,
-            "process",
-            false,
-            Some((150, false)),
-        );
-        gate.step(
-            "older running copy",
-            Modified,
-            &workflow(U1, "140", "Running", None),
-            "requeue",
-            false,
-            Some((150, false)),
-        );
         let again = workflow(U1, "160", "Succeeded", Some("2026-08-04T02:00:00Z"));
-        gate.step(
-            "completed again",
-            Modified,
-            &again,
-            "process",
-            true,
-            Some((160, true)),
-        );
+        // `argo retry`: same uid, a newer version, the completed label removed.
+        #[rustfmt::skip]
+        let steps = [
+            ("failed", Modified, completed(U1, "110", "Failed"), "act", (110, true)),
+            ("retried", Modified, running(U1, "150"), "process", (150, false)),
+            ("older running copy", Modified, running(U1, "140"), "requeue", (150, false)),
+            ("completed again", Modified, again, "act", (160, true)),
+        ];
+        gate.run(&steps);
         assert_eq!(gate.notified.len(), 2, "{label}: one per completion");
     });
 }
@@ -273,34 +168,13 @@ fn a_retry_keeps_the_uid_and_is_eligible_and_notified_again() {
 fn after_the_ttl_a_stale_copy_gets_through_the_tombstone() {
     with_both(|decide, label| {
         let mut gate = Gate::new(decide, label);
-        gate.step(
-            "completed",
-            Modified,
-            &completed(U1, "110", "Succeeded"),
-            "process",
-            true,
-            Some((110, true)),
-        );
+        let stale = || running(U1, "105");
+        gate.run(&[("completed", Modified, succeeded("110"), "act", (110, true))]);
         gate.clock.advance(TTL - Duration::from_secs(1));
-        let stale = workflow(U1, "105", "Running", None);
-        gate.step(
-            "stale within ttl",
-            Modified,
-            &stale,
-            "reject-stale",
-            false,
-            Some((110, true)),
-        );
+        gate.run(&[("within ttl", Modified, stale(), "reject-stale", (110, true))]);
         gate.clock.advance(Duration::from_secs(1));
         // Only the fresh read before any side effect stops it now (see exit_notification.rs).
-        gate.step(
-            "stale after ttl",
-            Modified,
-            &stale,
-            "process",
-            false,
-            Some((105, false)),
-        );
+        gate.run(&[("after ttl", Modified, stale(), "process", (105, false))]);
     });
 }
 
@@ -308,36 +182,18 @@ fn after_the_ttl_a_stale_copy_gets_through_the_tombstone() {
 fn after_a_restart_the_first_sighting_is_trusted() {
     with_both(|decide, label| {
         let mut before = Gate::new(decide, label);
-        before.step(
-            "completed",
-            Modified,
-            &completed(U1, "110", "Succeeded"),
-            "process",
-            true,
-            Some((110, true)),
-        );
+        before.run(&[("completed", Modified, succeeded("110"), "act", (110, true))]);
         let mut after = Gate::new(decide, label);
         assert!(
             after.tombstones.is_empty(),
             "{label}: a new process starts empty"
         );
-        let stale = workflow(U1, "105", "Running", None);
-        after.step(
-            "stale copy after restart",
-            Relisted,
-            &stale,
-            "process",
-            false,
-            Some((105, false)),
-        );
-        after.step(
-            "completion relisted",
-            Relisted,
-            &completed(U1, "111", "Succeeded"),
-            "process",
-            true,
-            Some((111, true)),
-        );
+        #[rustfmt::skip]
+        let steps = [
+            ("stale copy after restart", Relisted, running(U1, "105"), "process", (105, false)),
+            ("completion relisted", Relisted, succeeded("111"), "act", (111, true)),
+        ];
+        after.run(&steps);
     });
 }
 
@@ -346,14 +202,7 @@ fn a_completion_without_finished_at_is_keyed_by_phase() {
     with_both(|decide, label| {
         let mut gate = Gate::new(decide, label);
         let bare = workflow(U1, "110", "Succeeded", None);
-        gate.step(
-            "completed, no finishedAt",
-            Modified,
-            &bare,
-            "process",
-            true,
-            Some((110, true)),
-        );
+        gate.run(&[("no finishedAt", Modified, bare, "act", (110, true))]);
         assert!(
             gate.notified.contains(&format!("{U1}/Succeeded")),
             "{label}"
