@@ -17,7 +17,7 @@ use pipewarden::exit::gate::assess_with;
 use pipewarden::exit::tombstone::{ManualClock, Phase, Sighting, TombstoneCache};
 use serde_json::{Value, json};
 
-/// Workflows per pass; each contributes the five events of BRIEF §2's core sequence.
+/// Workflows per pass; each contributes the five events of Argo's stale-copy sequence.
 const UIDS: usize = 2_000;
 const MIN_TIME: Duration = Duration::from_secs(2);
 const TOMBSTONES: usize = 1_000_000;
@@ -186,7 +186,7 @@ fn uid(i: usize) -> String {
     format!("{:08x}-5f60-4718-8a9b-{:012x}", i >> 16, i)
 }
 
-/// BRIEF §2's core sequence for `UIDS` workflows, with `nodes` entries in `status.nodes`.
+/// Argo's stale-copy sequence for `UIDS` workflows, with `nodes` entries in `status.nodes`.
 fn corpus(nodes: usize) -> Vec<(EventKind, Value)> {
     let mut events = Vec::with_capacity(UIDS * 5);
     for i in 0..UIDS {

@@ -1,6 +1,7 @@
-//! BRIEF §2's event sequence through the exit gate (`assess`: tombstone lookup, policy
-//! decision, record), once through the compiled default policy component and once through
-//! the same rules compiled natively: the decision, the action and the tombstone at each step.
+//! Argo's stale-copy event sequence (#12198, #16357) through the exit gate (`assess`:
+//! tombstone lookup, policy decision, record), once through the compiled default policy
+//! component and once through the same rules compiled natively: the decision, the action and
+//! the tombstone at each step.
 
 mod common;
 mod exit_support;

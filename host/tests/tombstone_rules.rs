@@ -1,4 +1,4 @@
-//! The host's tombstone rules over BRIEF-style event sequences, with a clock moved by hand.
+//! The host's tombstone rules over Argo's stale-copy event sequences, with a clock moved by hand.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! The exit gate on a real control plane: BRIEF §2's sequence as real Workflows, stale copies
+//! The exit gate on a real control plane: Argo's stale-copy sequence as real Workflows, stale copies
 //! injected beside the watch, a webhook receiver that refuses at first, and the catch-up window.
 
 mod exit_support;

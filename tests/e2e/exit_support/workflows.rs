@@ -68,7 +68,7 @@ pub fn as_json(object: &DynamicObject) -> Value {
     serde_json::to_value(object).expect("a workflow is JSON")
 }
 
-/// What a lagging cache turns an old copy into when its pods are gone (seed 001): the old
+/// What a lagging cache turns an old copy into when its pods are gone (Argo #12198): the old
 /// resourceVersion, but failed, with a finishedAt of its own.
 pub fn stale_failure(old: &DynamicObject) -> Value {
     let mut copy = as_json(old);
