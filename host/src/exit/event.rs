@@ -26,10 +26,11 @@ impl WorkflowFacts {
         let text = |pointer: &str| workflow.pointer(pointer).and_then(Value::as_str);
         let phase_text = text("/status/phase").unwrap_or("").to_string();
         let phase = Phase::parse(&phase_text);
-        let labelled_complete = text(&format!(
-            "/metadata/labels/{}",
-            COMPLETED_LABEL.replace('/', "~1")
-        )) == Some("true");
+        let labelled_complete = workflow
+            .pointer("/metadata/labels")
+            .and_then(|labels| labels.get(COMPLETED_LABEL))
+            .and_then(Value::as_str)
+            == Some("true");
         Some(WorkflowFacts {
             namespace: text("/metadata/namespace").unwrap_or("").to_string(),
             name: text("/metadata/name")?.to_string(),

@@ -17,6 +17,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::context::Context;
+use super::metrics::Metrics;
 use crate::cli::eval::humantime_secs;
 use crate::engine::EventKind;
 use crate::exit::tombstone::{MonotonicClock, TombstoneCache, UidKey};
@@ -123,6 +124,11 @@ pub async fn run(
                 None => anyhow::bail!("the workflow watch ended"),
             },
             Some((after, work)) = delay_rx.recv() => {
+                if delayed.len() >= DELAYED_CAPACITY {
+                    tracing::warn!("too many delayed re-checks; dropping one");
+                    Metrics::count(&ctx.metrics.exit_decisions, "delay-dropped");
+                    continue;
+                }
                 delayed.push(async move {
                     tokio::time::sleep(after).await;
                     work

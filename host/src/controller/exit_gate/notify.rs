@@ -162,7 +162,8 @@ async fn deliver_and_mark(
     "sent"
 }
 
-/// The webhook (if configured), then the Kubernetes Event, which records the delivery.
+/// The webhook (if configured), then the Kubernetes Event. The Event is the notification
+/// when there is no webhook; beside an accepted webhook it is best effort.
 async fn deliver(gate: &Gate, live: &WorkflowFacts) -> Result<(), String> {
     if let Some(webhook) = &gate.webhook {
         webhook
@@ -180,11 +181,14 @@ async fn deliver(gate: &Gate, live: &WorkflowFacts) -> Result<(), String> {
         action: "Notify".into(),
         secondary: None,
     };
-    gate.ctx
-        .recorder
-        .publish(&event, &reference(live))
-        .await
-        .map_err(|error| format!("cannot record the Event: {error}"))
+    match gate.ctx.recorder.publish(&event, &reference(live)).await {
+        Ok(()) => Ok(()),
+        Err(error) if gate.webhook.is_some() => {
+            tracing::warn!(%error, key = live.completion_key(), "webhook accepted; Event not recorded");
+            Ok(())
+        }
+        Err(error) => Err(format!("cannot record the Event: {error}")),
+    }
 }
 
 fn reference(live: &WorkflowFacts) -> ObjectReference {
