@@ -216,7 +216,7 @@ fn render_context(settings: &str) -> RenderContext {
     }
 }
 
-/// A stale copy (rv 105, Running) of a workflow completed at rv 110: the BRIEF's bad case.
+/// A stale copy (rv 105, Running) of a workflow completed at rv 110: the case that must be rejected.
 fn workflow_event() -> (WorkflowEvent, Tombstone) {
     let workflow = serde_json::json!({
         "apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",

@@ -183,3 +183,22 @@ fn expired_entries_are_dropped_not_just_hidden() {
     clock.advance(Duration::from_secs(300));
     assert!(tombs.is_empty());
 }
+
+#[test]
+fn the_policy_sees_the_workflow_without_argo_node_bookkeeping() {
+    use pipewarden::exit::event::policy_view;
+    let workflow = serde_json::json!({
+        "metadata": {"name": "w", "uid": "u", "annotations": {"nodes": "kept outside status"}},
+        "spec": {"onExit": "exit-handler", "templates": [{"name": "main"}]},
+        "status": {"phase": "Succeeded", "finishedAt": "2026-08-03T02:01:12Z",
+                   "nodes": {"w": {"phase": "Succeeded"}}, "storedTemplates": {"t": {}},
+                   "storedWorkflowTemplateSpec": {"x": 1}}
+    });
+    let seen: serde_json::Value = serde_json::from_str(&policy_view(&workflow)).unwrap();
+    let mut expected = workflow.clone();
+    let status = expected["status"].as_object_mut().unwrap();
+    for field in ["nodes", "storedTemplates", "storedWorkflowTemplateSpec"] {
+        assert!(status.remove(field).is_some(), "{field} was in the input");
+    }
+    assert_eq!(seen, expected);
+}

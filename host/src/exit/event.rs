@@ -78,8 +78,56 @@ impl WorkflowFacts {
             resource_version: self.resource_version.clone(),
             phase: self.phase_text.clone(),
             labels,
-            workflow: workflow.to_string(),
+            workflow: policy_view(workflow),
         }
+    }
+}
+
+/// Status fields left out of what the policy sees: Argo's per-node bookkeeping, which grows
+/// with the workflow and would dominate the cost of every decision.
+pub const STATUS_FIELDS_WITHHELD: [&str; 3] =
+    ["nodes", "storedTemplates", "storedWorkflowTemplateSpec"];
+
+/// The Workflow as JSON for the policy, without [`STATUS_FIELDS_WITHHELD`]; written straight
+/// from the object, without copying it.
+pub fn policy_view(workflow: &Value) -> String {
+    serde_json::to_string(&Withholding {
+        value: workflow,
+        status_level: false,
+    })
+    .unwrap_or_default()
+}
+
+struct Withholding<'a> {
+    value: &'a Value,
+    /// True for the `status` object itself, where the withheld fields live.
+    status_level: bool,
+}
+
+impl serde::Serialize for Withholding<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(object) = self.value else {
+            return self.value.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in object {
+            if self.status_level && STATUS_FIELDS_WITHHELD.contains(&key.as_str()) {
+                continue;
+            }
+            if !self.status_level && key == "status" {
+                map.serialize_entry(
+                    key,
+                    &Withholding {
+                        value,
+                        status_level: true,
+                    },
+                )?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
     }
 }
 
