@@ -15,7 +15,7 @@ endef
 
 .PHONY: demo test toolchain control-plane policies bench bench-swf lint
 
-demo: control-plane
+demo: control-plane policies
 	$(call phase,demo,$(CARGO) run -q -p pipewarden-tests --bin demo -- $(DEMO_ARGS))
 
 test: toolchain control-plane policies

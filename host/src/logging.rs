@@ -3,8 +3,13 @@
 use tracing_subscriber::EnvFilter;
 
 pub fn init() {
+    init_with_default("info");
+}
+
+/// Like [`init`], with `default` as the filter when `PIPEWARDEN_LOG` is not set.
+pub fn init_with_default(default: &str) {
     let filter =
-        EnvFilter::try_from_env("PIPEWARDEN_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+        EnvFilter::try_from_env("PIPEWARDEN_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -1,8 +1,11 @@
-//! The pipewarden demo: a real control plane with ScheduledWorkflows and Workflows as KFP and
-//! Argo leave them, shown as a table. Grows into running the controller against them.
+//! The pipewarden demo: a real control plane seeded with ScheduledWorkflows and Workflows as
+//! KFP and Argo leave them, then the controller with the default policy on them, then what it
+//! did, as tables.
 //!
 //! `--hold` keeps the control plane up (and prints its kubeconfig) until Ctrl-C.
 
+mod report;
+mod run;
 mod seed;
 mod table;
 
@@ -11,9 +14,15 @@ use std::time::Instant;
 use anyhow::Result;
 use pipewarden_tests::ControlPlane;
 
+/// The running Argo workflow the demo completes, and the SWF it corrupts once rebuilt.
+const WORKFLOW: (&str, &str) = ("data-eng", "nightly-etl-4x9vq");
+const SWF: (&str, &str) = ("kubeflow-user-team-a", "dailyechox7k2p");
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let hold = std::env::args().skip(1).any(|arg| arg == "--hold");
+    // The tables say what happened; PIPEWARDEN_LOG=info shows every decision line as well.
+    pipewarden::logging::init_with_default("warn");
 
     let started = Instant::now();
     let control_plane = ControlPlane::start().await?;
@@ -31,22 +40,79 @@ async fn main() -> Result<()> {
     let started = Instant::now();
     let seeded = seed::seed(&client).await?;
     phase("seed", started, seeded.summary());
+    inventory(&client, "before").await?;
 
     let started = Instant::now();
-    let rows = table::inventory(&client).await?;
-    phase("inventory", started, format!("{} objects", rows.len()));
+    let running = run::start(client.clone()).await?;
+    let swfs = seeded.count("ScheduledWorkflow") as u64;
+    running.swf_decisions(swfs).await?;
+    let policy = running.handle.ctx.policy.current();
+    phase(
+        "controller",
+        started,
+        format!(
+            "policy {} ({}), {} SWF decisions, {} writes",
+            policy.policy.label(),
+            &policy.policy.digest()[..19],
+            run::counter(&running.handle, "swf_decisions"),
+            run::counter(&running.handle, "swf_writes"),
+        ),
+    );
+
+    let started = Instant::now();
+    let stale = run::complete(&client, WORKFLOW.0, WORKFLOW.1).await?;
+    run::notifications(&running, 1).await?;
+    let handled = running.inject(&stale).await?;
+    phase(
+        "exit gate",
+        started,
+        format!(
+            "{}/{} completed: one exit notification; its stale Running copy: {}",
+            WORKFLOW.0, WORKFLOW.1, handled.decision
+        ),
+    );
+
+    let started = Instant::now();
+    run::corrupt(&client, SWF.0, SWF.1).await?;
+    run::repaired(&client, SWF.0, SWF.1).await?;
+    phase(
+        "drift",
+        started,
+        format!(
+            "{}/{} overwritten with seed 000's patch, restored from its last good render",
+            SWF.0, SWF.1
+        ),
+    );
+
+    inventory(&client, "after").await?;
+    println!("\nwhat pipewarden did (its Events):");
+    let events = report::events(&client).await?;
+    println!("\ncounters:");
+    report::counters(&running.handle);
     println!();
-    table::print(&rows);
-    println!();
+    phase("report", started, format!("{events} Events"));
 
     if hold {
         println!("kubeconfig: {}", control_plane.kubeconfig().display());
-        println!("holding the control plane; Ctrl-C to stop");
+        println!("holding the control plane with the controller running; Ctrl-C to stop");
         tokio::signal::ctrl_c().await?;
     }
     let started = Instant::now();
+    running.handle.shutdown().await;
     drop(control_plane);
-    phase("stop", started, "control plane stopped".to_owned());
+    phase(
+        "stop",
+        started,
+        "controller and control plane stopped".to_owned(),
+    );
+    Ok(())
+}
+
+async fn inventory(client: &kube::Client, when: &str) -> Result<()> {
+    let rows = table::inventory(client).await?;
+    println!("\nobjects {when}:");
+    table::print(&rows);
+    println!();
     Ok(())
 }
 

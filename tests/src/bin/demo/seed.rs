@@ -11,8 +11,15 @@ use pipewarden_tests::resources::{
     SWF_KFP_2_17, WORKFLOW_KFP_SUCCEEDED, WORKFLOW_NOTIFY_RUNNING, data_dir, parse_object,
 };
 
-/// Where the KFP 2.3-era SWF fixture lives, once it exists.
+/// Where the KFP 2.3-era SWF fixture lives.
 const KFP_2_3_FIXTURE: &str = "swf/kfp-2.3.yaml";
+/// More SWFs as KFP leaves them: one with runtime parameters, one that only references a
+/// pipeline version, and one whose embedded workflow was overwritten (seed 000's patch).
+const MORE_FIXTURES: [&str; 3] = [
+    "swf/kfp-2.3-parameters.yaml",
+    "swf/kfp-reference-only.yaml",
+    "swf/kfp-2.3-corrupted.yaml",
+];
 
 pub struct Seeded {
     objects: Vec<DynamicObject>,
@@ -20,6 +27,10 @@ pub struct Seeded {
 }
 
 impl Seeded {
+    pub fn count(&self, kind: &str) -> usize {
+        self.objects.iter().filter(|o| kind_of(o) == kind).count()
+    }
+
     pub fn summary(&self) -> String {
         let count = |kind: &str| self.objects.iter().filter(|o| kind_of(o) == kind).count();
         let namespaces: BTreeSet<String> =
@@ -34,8 +45,8 @@ impl Seeded {
     }
 }
 
-/// Applies the samples: the KFP 2.17 SWF in two profiles, the KFP 2.3 fixture (if present) in a
-/// third, a completed KFP run and a running Argo workflow with an exit handler.
+/// Applies the samples: the KFP 2.17 SWF in two profiles, the KFP 2.3 fixture in a third, more
+/// SWF fixtures, a completed KFP run and a running Argo workflow with an exit handler.
 pub async fn seed(client: &Client) -> Result<Seeded> {
     let mut documents = vec![
         SWF_KFP_2_17.to_owned(),
@@ -54,6 +65,13 @@ pub async fn seed(client: &Client) -> Result<Seeded> {
             .with_context(|| format!("reading {}", fixture.display()))?;
         // The same recurring run, left behind in a profile that was never re-rendered.
         documents.push(placed(&yaml, "kubeflow-user-team-a", None)?);
+    }
+    for fixture in MORE_FIXTURES {
+        let path = data_dir().join(fixture);
+        documents.push(
+            std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?,
+        );
     }
 
     let mut objects = Vec::new();

@@ -24,16 +24,26 @@ pub async fn inventory(client: &Client) -> Result<Vec<Row>> {
             .as_ref()
             .map_or("(compiled at run time)".to_owned(), driver_image);
         let state = swf
-            .labels()
-            .get("scheduledworkflows.kubeflow.org/status")
-            .cloned();
+            .annotations()
+            .get("pipelines.kubeflow.org/version")
+            .map(|version| format!("stamped {version}"));
         rows.push(row(&swf, "ScheduledWorkflow", driver, state));
     }
     let workflows: Api<DynamicObject> = Api::all_with(client.clone(), &workflow_resource());
     for workflow in workflows.list(&ListParams::default()).await? {
         let driver = driver_image(&workflow.data);
-        let phase = workflow.data["status"]["phase"].as_str().map(str::to_owned);
-        rows.push(row(&workflow, "Workflow", driver, phase));
+        let phase = workflow.data["status"]["phase"].as_str().unwrap_or("-");
+        let state = match workflow
+            .annotations()
+            .get("pipewarden.io/exit-notification")
+        {
+            Some(mark) => format!(
+                "{phase}, notification {}",
+                mark.split('/').next().unwrap_or("")
+            ),
+            None => phase.to_owned(),
+        };
+        rows.push(row(&workflow, "Workflow", driver, Some(state)));
     }
     rows.sort_by(|a, b| (&a.namespace, a.kind, &a.name).cmp(&(&b.namespace, b.kind, &b.name)));
     Ok(rows)
@@ -84,31 +94,42 @@ fn short_digest(image: &str) -> String {
 }
 
 pub fn print(rows: &[Row]) {
-    let header = ["NAMESPACE", "KIND", "NAME", "DRIVER IMAGE", "STATE"];
-    let cells: Vec<[&str; 5]> = rows
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            [
-                r.namespace.as_str(),
-                r.kind,
-                r.name.as_str(),
-                r.driver_image.as_str(),
-                r.state.as_str(),
+            vec![
+                r.namespace.clone(),
+                r.kind.to_string(),
+                r.name.clone(),
+                r.driver_image.clone(),
+                r.state.clone(),
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
-    for line in &cells {
-        for (width, cell) in widths.iter_mut().zip(line) {
+    print_rows(
+        &["NAMESPACE", "KIND", "NAME", "DRIVER IMAGE", "STATE"],
+        &cells,
+    );
+}
+
+/// Prints an aligned table.
+pub fn print_rows(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    for line in std::iter::once(&header).chain(&cells) {
-        let padded: Vec<String> = line
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
             .iter()
-            .zip(widths)
+            .zip(&widths)
             .map(|(cell, w)| format!("{cell:<w$}"))
             .collect();
         println!("{}", padded.join("  ").trim_end());
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
     }
 }

@@ -1,0 +1,170 @@
+//! The demo's main act: the controller, with the default policy, on the seeded objects.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use clap::Parser as _;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::{Client, ResourceExt as _};
+use pipewarden::controller::exit_gate::{Handled, InjectedEvent};
+use pipewarden::controller::{ControllerHandle, Hooks, RunArgs, start_with};
+use pipewarden::engine::EventKind;
+use pipewarden_tests::resources::{swf_resource, workflow_resource};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+pub struct Running {
+    pub handle: ControllerHandle,
+    inject: mpsc::Sender<InjectedEvent>,
+}
+
+fn repo(relative: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(relative)
+}
+
+/// The default policy as `make policies` builds it.
+fn default_policy() -> Result<PathBuf> {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo("target"), PathBuf::from);
+    let path = target.join("wasm32-wasip2/policy/kfp_default.wasm");
+    if !path.is_file() {
+        bail!("no policy at {}: run `make policies` first", path.display());
+    }
+    Ok(path)
+}
+
+/// Starts `pipewarden run` in this process, as the CLI would, and waits until it is ready.
+pub async fn start(client: Client) -> Result<Running> {
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    let argv = [
+        "pipewarden".to_string(),
+        format!("--policy={}", default_policy()?.display()),
+        format!(
+            "--settings={}",
+            repo("policies/kfp-default/settings/kfp-2.17.0.json").display()
+        ),
+        "--target-version=2.17.0".into(),
+        "--http-addr=127.0.0.1:0".into(),
+    ];
+    let args = Cli::try_parse_from(argv)?.run;
+    let (inject, events) = mpsc::channel(16);
+    let hooks = Hooks {
+        exit_events: Some(events),
+    };
+    let handle = start_with(args, client, hooks).await?;
+    pipewarden_tests::wait::until("the controller to be ready", WAIT, || async {
+        Ok(handle.ctx.readiness.waiting().is_empty().then_some(()))
+    })
+    .await?;
+    Ok(Running { handle, inject })
+}
+
+impl Running {
+    /// Waits until the SWF loop made at least `count` decisions.
+    pub async fn swf_decisions(&self, count: u64) -> Result<()> {
+        pipewarden_tests::wait::until("a decision for every SWF", WAIT, || async {
+            Ok((counter(&self.handle, "swf_decisions") >= count).then_some(()))
+        })
+        .await
+    }
+
+    /// Hands the exit gate a copy of a workflow as a lagging watch cache would.
+    pub async fn inject(&self, workflow: &Value) -> Result<Handled> {
+        let (tell, handled) = oneshot::channel();
+        let event = InjectedEvent {
+            kind: EventKind::Modified,
+            workflow: workflow.clone(),
+            handled: Some(tell),
+        };
+        self.inject
+            .send(event)
+            .await
+            .ok()
+            .context("the exit gate stopped")?;
+        handled.await.context("the injected event was dropped")
+    }
+}
+
+/// Sum of a counter family over its labels, from the controller's own metrics.
+pub fn counter(handle: &ControllerHandle, family: &str) -> u64 {
+    metric_lines(handle, family)
+        .iter()
+        .map(|(_, value)| value)
+        .sum()
+}
+
+/// `(labels, value)` of each line of `pipewarden_<family>_total`.
+pub fn metric_lines(handle: &ControllerHandle, family: &str) -> Vec<(String, u64)> {
+    let prefix = format!("pipewarden_{family}_total");
+    handle
+        .metrics()
+        .encode()
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(&prefix)?;
+            let (labels, value) = rest.rsplit_once(' ')?;
+            Some((
+                labels.trim_matches(|c| c == '{' || c == '}').to_string(),
+                value.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Argo finishing a running workflow: status and labels in one write, as its controller does.
+/// Returns the object as it was before, which a lagging cache could still hand out.
+pub async fn complete(client: &Client, namespace: &str, name: &str) -> Result<Value> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &workflow_resource());
+    let before = api.get(name).await?;
+    let patch = json!({
+        "metadata": {"labels": {"workflows.argoproj.io/phase": "Succeeded", "workflows.argoproj.io/completed": "true"}},
+        "status": {"phase": "Succeeded", "startedAt": Timestamp::now().to_string(), "finishedAt": Timestamp::now().to_string()}
+    });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(serde_json::to_value(&before)?)
+}
+
+/// Seed 000's reproduction: a merge patch that replaces the embedded workflow with junk.
+pub async fn corrupt(client: &Client, namespace: &str, name: &str) -> Result<String> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &swf_resource());
+    let patch = json!({"spec": {"workflow": {"spec": {"dynamicKey1": "dynamicValue1", "dynamicKey2": "dynamicValue2"}}}});
+    let swf = api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(swf.resource_version().unwrap_or_default())
+}
+
+/// Waits until the SWF's embedded workflow is a real workflow again.
+pub async fn repaired(client: &Client, namespace: &str, name: &str) -> Result<()> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &swf_resource());
+    pipewarden_tests::wait::until("the corrupted SWF to be repaired", WAIT, || async {
+        let swf = api.get(name).await?;
+        let embedded = swf.data["spec"]["workflow"]["spec"].as_str().unwrap_or("");
+        Ok(embedded.contains("\"templates\"").then_some(()))
+    })
+    .await
+}
+
+/// Waits until `count` exit notifications were sent.
+pub async fn notifications(running: &Running, count: u64) -> Result<()> {
+    pipewarden_tests::wait::until("the exit notification", WAIT, || async {
+        let sent = metric_lines(&running.handle, "exit_notifications")
+            .into_iter()
+            .filter(|(labels, _)| labels.contains("\"sent\""))
+            .map(|(_, v)| v)
+            .sum::<u64>();
+        Ok((sent >= count).then_some(()))
+    })
+    .await
+}
