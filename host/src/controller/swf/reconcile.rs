@@ -80,6 +80,10 @@ pub async fn reconcile(swf: Arc<DynamicObject>, lp: Arc<SwfLoop>) -> Result<Acti
             .and_then(Value::as_str)
             .ok_or(SwfError::Incomplete("resourceVersion"))?;
         let patch = swf_write_patch(&live, &desired, resource_version);
+        // Leadership may have moved while the policy was deciding.
+        if !lp.ctx.may_write() {
+            return Ok(requeue);
+        }
         attempts += 1;
         let written = api.patch(&name, &params, &Patch::Merge(&patch)).await;
         match written {
