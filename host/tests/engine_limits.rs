@@ -68,6 +68,19 @@ fn an_infinite_loop_times_out_at_the_deadline() {
 }
 
 #[test]
+fn the_deadline_counts_guest_cpu_time_not_waiting() {
+    let policy = hostile(PolicyOptions {
+        render_timeout: Duration::from_millis(40),
+        ..cached_options()
+    });
+    // Waiting three deadlines uses no CPU: a descheduled or waiting guest is not cut short...
+    render_with(&policy, json!({"mode": "sleep", "bytes": 120})).expect("a waiting guest finishes");
+    // ...but ten deadlines of wall time is the cap.
+    let error = render_with(&policy, json!({"mode": "sleep", "bytes": 2000})).unwrap_err();
+    assert!(matches!(error, PolicyError::Timeout { .. }), "{error:?}");
+}
+
+#[test]
 fn an_allocation_bomb_hits_the_memory_cap() {
     let policy = hostile(PolicyOptions {
         memory_limit: 16 << 20,

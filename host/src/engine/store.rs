@@ -9,6 +9,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::LogLevel;
 use super::bindings::pipewarden::policy::host;
+use super::ticker::CallClock;
 
 /// Bytes of guest stdout/stderr and log text kept per call; the rest is dropped.
 const GUEST_OUTPUT_BUDGET: usize = 64 * 1024;
@@ -21,6 +22,8 @@ pub(crate) struct StoreState {
     stderr: MemoryOutputPipe,
     log_budget: usize,
     policy: Arc<str>,
+    /// The running call's time budget.
+    pub(crate) clock: CallClock,
 }
 
 impl StoreState {
@@ -46,6 +49,7 @@ impl StoreState {
             stderr,
             log_budget: GUEST_OUTPUT_BUDGET,
             policy,
+            clock: CallClock::start(std::time::Duration::ZERO),
         }
     }
 

@@ -49,6 +49,7 @@ pub enum Mode {
     Error,
     LogFlood,
     PrintFlood,
+    Sleep,
 }
 
 /// A mode and its size parameter.
@@ -112,6 +113,7 @@ fn misbehave(behaviour: Behaviour, export: &str) {
                 let _ = std::io::stderr().write_all(&chunk);
             }
         }
+        Mode::Sleep => std::thread::sleep(std::time::Duration::from_millis(behaviour.bytes as u64)),
         Mode::Ok | Mode::HugeOutput | Mode::BadJson | Mode::Error => {}
     }
 }
