@@ -59,6 +59,15 @@ pub fn digest(value: &Value) -> String {
     format!("sha256:{}", sha256_hex(canonical_json(value).as_bytes()))
 }
 
+/// `sha256:` of settings text: of its canonical JSON, so reformatting a settings file is not a
+/// change; of the bytes if it is not JSON.
+pub fn settings_digest(text: &str) -> String {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => digest(&value),
+        Err(_) => format!("sha256:{}", sha256_hex(text.as_bytes())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +82,19 @@ mod tests {
             canonical_json(&value),
             r#"{"a":{"c":"x\"y","d":[true,null]},"b":1}"#
         );
+    }
+
+    #[test]
+    fn settings_digests_ignore_formatting_but_not_values() {
+        let compact = r#"{"driver":{"image":"a:1"},"launcher":{"image":"b:1"}}"#;
+        let pretty =
+            "{\n  \"launcher\": {\"image\": \"b:1\"},\n  \"driver\": {\"image\": \"a:1\"}\n}";
+        assert_eq!(settings_digest(compact), settings_digest(pretty));
+        assert_ne!(
+            settings_digest(compact),
+            settings_digest(&compact.replace("a:1", "a:2"))
+        );
+        assert!(settings_digest("not json").starts_with("sha256:"));
     }
 
     #[test]

@@ -72,6 +72,9 @@ pub use workflow::Workflow;
 pub const VERSION_ANNOTATION: &str = "pipelines.kubeflow.org/version";
 /// The annotation holding the digest of the last rendered spec (see [`swf::render_digest`]).
 pub const RENDER_HASH_ANNOTATION: &str = "pipewarden.io/render-hash";
+/// The annotation holding the digest of the settings the last render used (see
+/// [`canonical::settings_digest`]).
+pub const SETTINGS_HASH_ANNOTATION: &str = "pipewarden.io/settings-hash";
 
 /// Exports a type implementing [`Policy`] as the component's `policy` world.
 ///

@@ -52,6 +52,7 @@ fn main() {
         swf: rendered.clone(),
         target_version: Some("2.17.0".into()),
         stamps: stamps.clone(),
+        settings: settings.clone(),
     };
     let rebuild_unstamped = RebuildInput {
         policy: RebuildPolicy::OnVersionChange,
@@ -61,6 +62,7 @@ fn main() {
             version: None,
             render_hash: None,
         },
+        settings: settings.clone(),
     };
     let (event, tombstone) = workflow_event();
     let context = render_context(&settings);
@@ -75,6 +77,7 @@ fn main() {
             version: stamps.version.clone(),
             render_hash: stamps.render_hash.clone(),
         },
+        settings: settings.clone(),
     };
     let native_unstamped = guest::RebuildInput {
         swf: swf.clone(),

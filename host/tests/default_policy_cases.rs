@@ -26,6 +26,7 @@ impl PolicyUnderTest for Component {
                 version: case.version_stamp.clone(),
                 render_hash: case.hash_stamp.clone(),
             },
+            settings: case.settings.clone(),
         };
         match self.0.should_rebuild(&input) {
             Ok(RebuildDecision::Rebuild(reason)) => ("rebuild".into(), reason),

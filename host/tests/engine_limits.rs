@@ -159,6 +159,7 @@ fn an_output_over_the_output_cap_is_bad_output() {
             version: None,
             render_hash: None,
         },
+        settings: "{}".into(),
     };
     let error = policy.should_rebuild(&input).unwrap_err();
     assert!(matches!(error, PolicyError::BadOutput { .. }), "{error:?}");

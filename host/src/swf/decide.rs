@@ -79,6 +79,7 @@ pub fn decide(
         swf: live_json.clone(),
         target_version: target.target_version.clone(),
         stamps: read_stamps(live),
+        settings: target.settings.clone(),
     };
     let reason = match policy.should_rebuild(&input)? {
         RebuildDecision::Rebuild(reason) => reason,

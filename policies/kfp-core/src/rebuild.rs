@@ -1,7 +1,10 @@
 //! should-rebuild: the operator's rebuild policy applied to an SWF's stamps.
 
+use pipewarden_guest::canonical::settings_digest;
 use pipewarden_guest::swf::is_reference_only_json;
-use pipewarden_guest::{RebuildDecision, RebuildInput, RebuildPolicy, Swf};
+use pipewarden_guest::{
+    RebuildDecision, RebuildInput, RebuildPolicy, SETTINGS_HASH_ANNOTATION, Swf,
+};
 
 /// Whether the SWF in `input` should be re-rendered now. Reasons are short sentences for the
 /// operator.
@@ -10,7 +13,8 @@ use pipewarden_guest::{RebuildDecision, RebuildInput, RebuildPolicy, Swf};
 /// - `always` rebuilds (the host writes only if the render differs).
 /// - `on-version-change` rebuilds when the version stamp is missing or differs from the target,
 ///   when there is no render-hash stamp, or when the live spec no longer matches it (an
-///   out-of-band edit); with the target unknown, only drift triggers a rebuild.
+///   out-of-band edit), or when the settings differ from those the last render stamped; with
+///   the target unknown, only drift or changed settings trigger a rebuild.
 /// - `disable` skips, saying what `on-version-change` would have done.
 pub fn should_rebuild(input: &RebuildInput) -> RebuildDecision {
     // Most answers need only this cheap scan; the SWF is parsed when drift must be checked.
@@ -47,16 +51,26 @@ pub fn should_rebuild(input: &RebuildInput) -> RebuildDecision {
 
 fn version_check(input: &RebuildInput) -> RebuildDecision {
     let stamps = &input.stamps;
-    // The digest is the costly part: computed only when the answer depends on it.
+    // Parsing and digesting are the costly part: done once, and only when the answer needs it.
+    let live = std::cell::OnceCell::new();
+    let live = || live.get_or_init(|| Swf::from_json(&input.swf).ok());
     let drifted = || {
-        stamps
-            .render_hash
-            .as_deref()
-            .map(|stamped| stamped != live_digest(&input.swf))
+        let stamped = stamps.render_hash.as_deref()?;
+        Some(
+            live()
+                .as_ref()
+                .is_none_or(|swf| swf.render_digest() != stamped),
+        )
+    };
+    let settings_changed = || {
+        let stamped = live().as_ref()?.annotation(SETTINGS_HASH_ANNOTATION)?;
+        Some(stamped != settings_digest(&input.settings))
     };
     let Some(target) = input.target_version.as_deref().filter(|t| !t.is_empty()) else {
         return if drifted() == Some(true) {
             RebuildDecision::Rebuild(DRIFTED.to_owned())
+        } else if settings_changed() == Some(true) {
+            RebuildDecision::Rebuild(SETTINGS_CHANGED.to_owned())
         } else {
             RebuildDecision::Skip(
                 "Target version unknown; nothing to compare the stamp with.".to_owned(),
@@ -68,26 +82,24 @@ fn version_check(input: &RebuildInput) -> RebuildDecision {
         Some(stamped) if stamped != target => {
             RebuildDecision::Rebuild(format!("Stamped for {stamped}; target is {target}."))
         }
-        Some(_) => match drifted() {
-            None => RebuildDecision::Rebuild(
+        Some(_) => match (drifted(), settings_changed()) {
+            (None, _) => RebuildDecision::Rebuild(
                 "No render-hash stamp to check the live spec against.".to_owned(),
             ),
-            Some(true) => RebuildDecision::Rebuild(DRIFTED.to_owned()),
-            Some(false) => RebuildDecision::Skip(format!(
-                "Up to date: rendered for {target}, unchanged since."
+            (Some(true), _) => RebuildDecision::Rebuild(DRIFTED.to_owned()),
+            (Some(false), None) => RebuildDecision::Rebuild(
+                "No settings stamp to check the settings against.".to_owned(),
+            ),
+            (Some(false), Some(true)) => RebuildDecision::Rebuild(SETTINGS_CHANGED.to_owned()),
+            (Some(false), Some(false)) => RebuildDecision::Skip(format!(
+                "Up to date: rendered for {target} with these settings, unchanged since."
             )),
         },
     }
 }
 
-/// The render digest of the live SWF; the text already passed a JSON scan.
-fn live_digest(swf: &str) -> String {
-    Swf::from_json(swf)
-        .map(|swf| swf.render_digest())
-        .unwrap_or_default()
-}
-
 const DRIFTED: &str = "The live spec differs from its last render (edited out of band).";
+const SETTINGS_CHANGED: &str = "The settings changed since the last render.";
 
 #[cfg(test)]
 mod tests;

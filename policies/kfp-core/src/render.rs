@@ -1,7 +1,7 @@
 //! Rendering: migrating the workflow embedded in a ScheduledWorkflow to the settings.
 
 use pipewarden_guest::swf::EmbeddedWorkflow;
-use pipewarden_guest::{RENDER_HASH_ANNOTATION, Swf, VERSION_ANNOTATION};
+use pipewarden_guest::{RENDER_HASH_ANNOTATION, SETTINGS_HASH_ANNOTATION, Swf, VERSION_ANNOTATION};
 use serde_json::{Map, Value, json};
 
 use crate::args::{apply_flags, flag_value};
@@ -11,7 +11,8 @@ use crate::{DriverKind, InputSpec, Settings};
 pub const LAUNCHER_CONTAINER: &str = "kfp-launcher";
 
 /// The desired SWF for `swf_json`: [`migrate_workflow`] applied, the workflow written back as a
-/// compact JSON string, then stamped with `target_version` (when known) and the render digest.
+/// compact JSON string, then stamped with `target_version` (when known), the render digest and
+/// the settings digest.
 ///
 /// A reference-only SWF comes back unchanged, byte for byte. Only `spec` and the stamp
 /// annotations change; `status` and every other field are kept. The output is canonical JSON,
@@ -52,6 +53,7 @@ pub fn render_swf_with(
     }
     let digest = swf.render_digest_with(&workflow);
     swf.set_annotation(RENDER_HASH_ANNOTATION, &digest);
+    swf.set_annotation(SETTINGS_HASH_ANNOTATION, &settings.source_digest);
     Ok(swf.to_json())
 }
 

@@ -1,5 +1,6 @@
 //! The settings JSON of the default KFP policy: what a render migrates SWFs to.
 
+use pipewarden_guest::canonical::settings_digest;
 use serde::{Deserialize, Serialize};
 
 /// Everything a render needs besides the SWF. Unknown fields are rejected so a typo is an
@@ -13,6 +14,11 @@ pub struct Settings {
     /// `serviceAccountName`; when absent both are left as they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account: Option<String>,
+    /// Digest of the settings text this came from ([`settings_digest`]); renders stamp it so
+    /// `should-rebuild` sees a settings change. A policy whose settings extend these sets it
+    /// to the digest of its whole settings text.
+    #[serde(skip)]
+    pub source_digest: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,21 +99,24 @@ pub struct InputSpec {
 impl Settings {
     /// Parses and validates settings JSON; the error text is meant for the operator.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let settings: Self =
+        let mut settings: Self =
             serde_json::from_str(text).map_err(|e| format!("invalid settings: {e}"))?;
         settings
             .validate()
             .map_err(|e| format!("invalid settings: {e}"))?;
+        settings.source_digest = settings_digest(text);
         Ok(settings)
     }
 
     /// Like [`parse`](Self::parse), from an already parsed value.
     pub fn from_value(value: serde_json::Value) -> Result<Self, String> {
-        let settings: Self =
+        let source_digest = pipewarden_guest::canonical::digest(&value);
+        let mut settings: Self =
             serde_json::from_value(value).map_err(|e| format!("invalid settings: {e}"))?;
         settings
             .validate()
             .map_err(|e| format!("invalid settings: {e}"))?;
+        settings.source_digest = source_digest;
         Ok(settings)
     }
 

@@ -26,6 +26,7 @@ pub struct RebuildCase {
     pub target: Option<String>,
     pub version_stamp: Option<String>,
     pub hash_stamp: Option<String>,
+    pub settings: String,
 }
 
 pub struct EventCase {
@@ -151,6 +152,15 @@ impl Ctx<'_> {
             target,
             version_stamp: annotation("pipelines.kubeflow.org/version"),
             hash_stamp: annotation("pipewarden.io/render-hash"),
+            settings: match case["settings_replace"].as_object() {
+                // Settings edited since the render: each `from: to` replaced in the text.
+                Some(edits) => edits
+                    .iter()
+                    .fold(self.settings.clone(), |text, (from, to)| {
+                        text.replace(from.as_str(), to.as_str().unwrap_or(""))
+                    }),
+                None => self.settings.clone(),
+            },
         };
         let (decision, reason) = self.policy.should_rebuild(&input);
         expect_decision(case, &decision, &reason)

@@ -30,6 +30,7 @@ impl PolicyUnderTest for Native {
                 version: case.version_stamp.clone(),
                 render_hash: case.hash_stamp.clone(),
             },
+            settings: case.settings.clone(),
         });
         match decision {
             RebuildDecision::Rebuild(reason) => ("rebuild".into(), reason),

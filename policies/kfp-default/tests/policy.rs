@@ -37,6 +37,7 @@ fn should_rebuild(policy: RebuildPolicy, swf: &str) -> RebuildDecision {
         swf: swf.to_owned(),
         target_version: Some(TARGET.to_owned()),
         stamps: Swf::from_json(swf).unwrap().stamps(),
+        settings: settings(),
     })
 }
 

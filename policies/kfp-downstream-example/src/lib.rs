@@ -63,8 +63,11 @@ impl DownstreamSettings {
                 })
             })
             .collect::<Result<_, _>>()?;
+        let mut base = Settings::from_value(value)?;
+        // The launcher flags are settings too: a change to them must be seen as one.
+        base.source_digest = pipewarden_guest::canonical::settings_digest(text);
         Ok(Self {
-            base: Settings::from_value(value)?,
+            base,
             launcher_flags,
         })
     }

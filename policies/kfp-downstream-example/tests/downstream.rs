@@ -82,6 +82,7 @@ fn renders_are_idempotent_and_up_to_date_afterwards() {
         swf: once.clone(),
         target_version: TARGET.map(str::to_owned),
         stamps: Swf::from_json(&once).unwrap().stamps(),
+        settings: settings_text(),
     });
     assert!(matches!(decision, RebuildDecision::Skip(_)), "{decision:?}");
 }

@@ -2,7 +2,7 @@ use pipewarden_guest::{Stamps, Swf};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::fixtures::{settings, swf_json};
+use crate::fixtures::{settings, settings_text, swf_json};
 use crate::render_swf;
 
 fn input(policy: RebuildPolicy, swf: &str, target: Option<&str>) -> RebuildInput {
@@ -15,6 +15,7 @@ fn input(policy: RebuildPolicy, swf: &str, target: Option<&str>) -> RebuildInput
         swf: swf.to_owned(),
         target_version: target.map(str::to_owned),
         stamps,
+        settings: settings_text(),
     }
 }
 
@@ -167,4 +168,46 @@ fn unreadable_swf_defers_to_render_unless_disabled() {
     assert!(rebuilds(&decision, "not valid JSON"), "{decision:?}");
     let decision = decide(RebuildPolicy::Disable, "[]", Some("2.17.0"));
     assert!(skips(&decision, "not a JSON object"), "{decision:?}");
+}
+
+#[test]
+fn changed_settings_rebuild_under_on_version_change() {
+    let mut changed = input(RebuildPolicy::OnVersionChange, &rendered(), Some("2.17.0"));
+    changed.settings = changed
+        .settings
+        .replace("kfp-launcher:2.17.0", "kfp-launcher:2.17.0-patched");
+    let decision = should_rebuild(&changed);
+    assert!(rebuilds(&decision, "settings changed"), "{decision:?}");
+
+    let reformatted = input(RebuildPolicy::OnVersionChange, &rendered(), Some("2.17.0"));
+    let pretty: Value = serde_json::from_str(&reformatted.settings).unwrap();
+    let same = RebuildInput {
+        settings: serde_json::to_string_pretty(&pretty).unwrap(),
+        ..reformatted
+    };
+    assert!(
+        skips(&should_rebuild(&same), "Up to date"),
+        "reformatting is not a change"
+    );
+
+    let mut unknown_target = input(RebuildPolicy::OnVersionChange, &rendered(), None);
+    unknown_target.settings = unknown_target
+        .settings
+        .replace("kfp-driver:2.17.0", "kfp-driver:2.17.1");
+    assert!(rebuilds(
+        &should_rebuild(&unknown_target),
+        "settings changed"
+    ));
+}
+
+#[test]
+fn a_missing_settings_stamp_rebuilds() {
+    let unstamped = edited(&rendered(), |swf| {
+        swf["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove("pipewarden.io/settings-hash");
+    });
+    let decision = decide(RebuildPolicy::OnVersionChange, &unstamped, Some("2.17.0"));
+    assert!(rebuilds(&decision, "No settings stamp"), "{decision:?}");
 }

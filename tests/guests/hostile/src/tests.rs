@@ -24,6 +24,7 @@ fn rebuild_input(swf: String) -> RebuildInput {
             version: None,
             render_hash: None,
         },
+        settings: "{}".to_owned(),
     }
 }
 
