@@ -59,3 +59,13 @@ pub fn renew_deadline(duration: Duration) -> Duration {
 pub fn retry_period(duration: Duration) -> Duration {
     (duration / 7).max(Duration::from_millis(200))
 }
+
+/// How long one acquire-or-renew round may wait on the API server. A leader must learn before
+/// its renew deadline whether it still leads, so its round ends there (`leading_for`: time since
+/// its last successful renewal); a replica that does not lead gets a whole renew deadline.
+pub fn round_timeout(duration: Duration, leading_for: Option<Duration>) -> Duration {
+    match leading_for {
+        Some(elapsed) => renew_deadline(duration).saturating_sub(elapsed),
+        None => renew_deadline(duration),
+    }
+}

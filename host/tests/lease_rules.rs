@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
-use pipewarden::lease::{LeaseView, Step, next_step, renew_deadline, retry_period};
+use pipewarden::lease::{LeaseView, Step, next_step, renew_deadline, retry_period, round_timeout};
 
 fn at(seconds: i64) -> Timestamp {
     Timestamp::from_second(1_800_000_000 + seconds).unwrap()
@@ -59,4 +59,15 @@ fn a_leader_stops_writing_before_a_standby_may_take_over() {
         retry_period(duration) * 3 < renew_deadline(duration),
         "several renew attempts fit in the deadline"
     );
+}
+
+#[test]
+fn a_leader_round_ends_at_its_renew_deadline() {
+    let duration = Duration::from_secs(15);
+    let leading = round_timeout(duration, Some(Duration::from_secs(4)));
+    assert_eq!(leading, Duration::from_secs(6));
+    let past_deadline = round_timeout(duration, Some(Duration::from_secs(11)));
+    assert_eq!(past_deadline, Duration::ZERO);
+    let following = round_timeout(duration, None);
+    assert_eq!(following, renew_deadline(duration));
 }

@@ -1,6 +1,7 @@
 //! Leader election on a Lease: only the holder writes. Standbys run their loops (caches stay
 //! warm) with `may_write` false. A leader that cannot renew within the renew deadline drops
-//! `may_write` at once, before any standby can take over.
+//! `may_write` at once, before any standby can take over: every round is bounded by that
+//! deadline, so an API server that stops answering cannot keep a stale leader writing.
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +13,7 @@ use kube::api::{ObjectMeta, PostParams};
 use tokio::sync::watch;
 
 use super::metrics::Metrics;
-use crate::lease::{LeaseView, Step, next_step, renew_deadline, retry_period};
+use crate::lease::{LeaseView, Step, next_step, renew_deadline, retry_period, round_timeout};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct LeaderArgs {
@@ -46,37 +47,51 @@ pub struct Elector {
     me: String,
     duration: Duration,
     may_write: watch::Sender<bool>,
+    metrics: std::sync::Arc<Metrics>,
+    /// When the last successful renewal was sent (not answered): the conservative start.
     last_renewal: Option<Instant>,
 }
 
 impl Elector {
-    pub fn new(client: kube::Client, args: &LeaderArgs, may_write: watch::Sender<bool>) -> Self {
+    pub fn new(
+        client: kube::Client,
+        args: &LeaderArgs,
+        may_write: watch::Sender<bool>,
+        metrics: std::sync::Arc<Metrics>,
+    ) -> Self {
         Elector {
             api: Api::namespaced(client, &args.lease_namespace),
             name: args.lease_name.clone(),
             me: args.identity(),
             duration: Duration::from_secs(args.lease_duration_seconds.max(3)),
             may_write,
+            metrics,
             last_renewal: None,
         }
     }
 
     /// Acquire and renew forever; `may_write` follows the outcome.
-    pub async fn run(mut self, metrics: std::sync::Arc<Metrics>) -> anyhow::Result<()> {
+    pub async fn run(mut self) -> anyhow::Result<()> {
         tracing::info!(lease = %self.name, identity = %self.me, "leader election started");
         loop {
-            if let Err(error) = self.try_hold().await {
-                tracing::warn!(%error, "lease request failed");
+            let leading_for = self
+                .last_renewal
+                .filter(|_| self.leading())
+                .map(|at| at.elapsed());
+            let budget = round_timeout(self.duration, leading_for);
+            match tokio::time::timeout(budget, self.try_hold()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::warn!(%error, "lease request failed"),
+                Err(_) => tracing::warn!(?budget, "lease request unanswered in time"),
             }
-            let wait = retry_period(self.duration);
             // Whatever happened, a leader past its renew deadline stops writing now.
             self.enforce_deadline();
-            metrics.leader.set(i64::from(*self.may_write.borrow()));
+            let wait = retry_period(self.duration);
             let deadline = self
                 .last_renewal
                 .map(|at| at + renew_deadline(self.duration));
             let sleep_until = match deadline {
-                Some(deadline) if *self.may_write.borrow() => deadline.min(Instant::now() + wait),
+                Some(deadline) if self.leading() => deadline.min(Instant::now() + wait),
                 _ => Instant::now() + wait,
             };
             tokio::time::sleep_until(sleep_until.into()).await;
@@ -84,8 +99,13 @@ impl Elector {
         }
     }
 
+    fn leading(&self) -> bool {
+        *self.may_write.borrow()
+    }
+
     /// One round of acquire-or-renew.
     async fn try_hold(&mut self) -> anyhow::Result<()> {
+        let started = Instant::now();
         let current = self.api.get_opt(&self.name).await?;
         let now = Timestamp::now();
         let view = current.as_ref().map(view_of);
@@ -114,7 +134,7 @@ impl Elector {
                     .map(drop)
             }
             (Step::Follow { holder }, _) => {
-                if *self.may_write.borrow() {
+                if self.leading() {
                     tracing::warn!(%holder, "another replica holds the lease; not writing");
                 }
                 self.set_leader(false);
@@ -125,7 +145,8 @@ impl Elector {
         };
         match written {
             Ok(()) => {
-                self.last_renewal = Some(Instant::now());
+                // Counted from before the read: the Lease's renewTime is no older than this.
+                self.last_renewal = Some(started);
                 if step == Step::TakeOver || step == Step::Create {
                     tracing::info!(identity = %self.me, "acquired the lease; this replica writes");
                 }
@@ -157,7 +178,7 @@ impl Elector {
         let expired = self
             .last_renewal
             .is_none_or(|at| at.elapsed() >= renew_deadline(self.duration));
-        if expired && *self.may_write.borrow() {
+        if expired && self.leading() {
             tracing::warn!(identity = %self.me, "lease not renewed in time; writes stopped");
             self.set_leader(false);
         }
@@ -166,10 +187,19 @@ impl Elector {
     fn set_leader(&self, leader: bool) {
         self.may_write
             .send_if_modified(|current| std::mem::replace(current, leader) != leader);
+        self.metrics.leader.set(i64::from(leader));
     }
 
-    /// Give the lease up (on graceful shutdown), so a standby takes over without waiting.
+    /// Give the lease up (on graceful shutdown, once nothing writes any more), so a standby
+    /// takes over without waiting for it to expire. Bounded by the lease duration.
     pub async fn release(client: kube::Client, args: &LeaderArgs) -> anyhow::Result<()> {
+        let limit = Duration::from_secs(args.lease_duration_seconds.max(3));
+        tokio::time::timeout(limit, Self::clear_holder(client, args))
+            .await
+            .map_err(|_| anyhow::anyhow!("no answer within {limit:?}"))?
+    }
+
+    async fn clear_holder(client: kube::Client, args: &LeaderArgs) -> anyhow::Result<()> {
         let api: Api<Lease> = Api::namespaced(client, &args.lease_namespace);
         let Some(mut lease) = api.get_opt(&args.lease_name).await? else {
             return Ok(());

@@ -87,6 +87,8 @@ pub struct ControllerHandle {
     tasks: tokio::task::JoinSet<anyhow::Result<()>>,
     /// Set when this replica takes part in leader election, to release the lease on shutdown.
     leader: Option<leader::LeaderArgs>,
+    /// Cleared once the loops are stopped: a stopped replica does not write.
+    writer: watch::Sender<bool>,
 }
 
 impl ControllerHandle {
@@ -94,19 +96,30 @@ impl ControllerHandle {
         &self.ctx.metrics
     }
 
-    /// Stop every loop at once, as a killed process would: nothing is flushed or finished.
+    /// Stop every loop at once, as a killed process would: nothing is flushed or finished,
+    /// and the lease is left to expire.
     pub async fn stop(mut self) {
-        self.tasks.shutdown().await;
+        self.halt().await;
     }
 
-    /// Stop as on SIGTERM: give the lease up first, so a standby takes over at once.
-    pub async fn shutdown(self) {
+    /// Stop as on SIGTERM: the loops first, so nothing writes once the lease is given up, then
+    /// give the lease up, so a standby takes over at once.
+    pub async fn shutdown(mut self) {
+        self.halt().await;
         if let Some(args) = &self.leader
             && let Err(error) = leader::Elector::release(self.ctx.client.clone(), args).await
         {
-            tracing::warn!(%error, "could not release the lease; a standby takes over when it expires");
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "could not release the lease; a standby takes over when it expires"
+            );
         }
-        self.stop().await;
+    }
+
+    async fn halt(&mut self) {
+        self.tasks.shutdown().await;
+        self.writer.send_replace(false);
+        self.ctx.metrics.leader.set(0);
     }
 
     /// Wait until a task fails (they run forever otherwise).
@@ -165,8 +178,8 @@ pub async fn start_with(
         ctx.readiness.clone(),
     ));
     if elect {
-        let elector = leader::Elector::new(client, &args.leader, writer);
-        tasks.spawn(elector.run(metrics.clone()));
+        let elector = leader::Elector::new(client, &args.leader, writer.clone(), metrics.clone());
+        tasks.spawn(elector.run());
     }
     if args.policy_reload_seconds > 0 {
         tasks.spawn(policy_reload::watch(
@@ -189,6 +202,7 @@ pub async fn start_with(
         http_addr,
         tasks,
         leader: elect.then_some(args.leader),
+        writer,
     })
 }
 
