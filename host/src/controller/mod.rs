@@ -153,6 +153,9 @@ pub async fn start_with(
     hooks: Hooks,
 ) -> anyhow::Result<ControllerHandle> {
     let metrics = Arc::new(Metrics::new());
+    let reload_inputs = policy_reload::Inputs::new(args.policy.clone(), args.settings.clone());
+    // Taken before the load, so files changed while it runs are reloaded, not missed.
+    let loaded_from = reload_inputs.fingerprint();
     let loaded = load_policy(&args.policy, args.settings.as_ref(), &metrics)?;
     let elect = args.leader.leader_elect;
     // Without election this replica writes; with it, only once it holds the lease.
@@ -183,8 +186,8 @@ pub async fn start_with(
     }
     if args.policy_reload_seconds > 0 {
         tasks.spawn(policy_reload::watch(
-            args.policy.clone(),
-            args.settings.clone(),
+            reload_inputs,
+            loaded_from,
             std::time::Duration::from_secs(args.policy_reload_seconds),
             ctx.policy.clone(),
             metrics,

@@ -14,13 +14,18 @@ use super::policy_handle::PolicyHandle;
 use crate::cli::policy_args::PolicyArgs;
 
 /// Everything a reload reads; any change to these bytes triggers one.
-struct Inputs {
+pub struct Inputs {
     policy: PolicyArgs,
     settings: Option<PathBuf>,
 }
 
 impl Inputs {
-    fn fingerprint(&self) -> Option<[u8; 32]> {
+    pub fn new(policy: PolicyArgs, settings: Option<PathBuf>) -> Self {
+        Inputs { policy, settings }
+    }
+
+    /// A digest of the policy, settings and pin files together; None while one is unreadable.
+    pub fn fingerprint(&self) -> Option<[u8; 32]> {
         let mut hasher = Sha256::new();
         let files = [
             Some(&self.policy.policy),
@@ -36,16 +41,17 @@ impl Inputs {
 }
 
 /// Polls every `interval` (ConfigMap volumes change by an atomic symlink swap, which polling
-/// sees reliably) and swaps in each valid new policy.
+/// sees reliably) and swaps in each valid new policy. `loaded_from` is the fingerprint taken
+/// before the policy in force was loaded.
 pub async fn watch(
-    policy: PolicyArgs,
-    settings: Option<PathBuf>,
+    inputs: Inputs,
+    loaded_from: Option<[u8; 32]>,
     interval: Duration,
     handle: PolicyHandle,
     metrics: Arc<Metrics>,
 ) -> anyhow::Result<()> {
-    let inputs = Arc::new(Inputs { policy, settings });
-    let mut last = inputs.fingerprint();
+    let inputs = Arc::new(inputs);
+    let mut last = loaded_from;
     loop {
         tokio::time::sleep(interval).await;
         let now = inputs.fingerprint();
