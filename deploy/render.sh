@@ -6,7 +6,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 overlay="${1:-kubeflow}"
 wasm="${2:-${CARGO_TARGET_DIR:-$repo/target}/wasm32-wasip2/policy/kfp_default.wasm}"
-kustomize="${KUSTOMIZE:-${PIPEWARDEN_CONTROL_PLANE_BIN:-$repo/.cache/bin}/kustomize}"
+kustomize="${KUSTOMIZE:-${PIPEWARDEN_CONTROL_PLANE_BIN:-${PIPEWARDEN_CONTROL_PLANE_CACHE:-$repo/.cache/bin}}/kustomize}"
 [[ -f "$wasm" ]] || { echo "no policy at $wasm: run \`make policies\`" >&2; exit 1; }
 [[ -x "$kustomize" ]] || { echo "no kustomize at $kustomize: run \`make control-plane\`" >&2; exit 1; }
 cp "$wasm" "$here/base/policy/policy.wasm"
