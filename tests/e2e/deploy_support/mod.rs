@@ -1,0 +1,77 @@
+//! Shared by the deploy and high-availability tests: the manifests rendered from a copy of
+//! `deploy/`, objects applied (or dry-run) through discovery, controllers started in-process on
+//! any client (a ServiceAccount's, a partitioned one), a ConfigMap-like policy volume, scraping
+//! `/metrics`, and the real `pipewarden` binary.
+
+// Each test binary uses a part of this module.
+#![allow(dead_code, unused_imports)]
+
+mod access;
+mod binary;
+mod files;
+mod http;
+mod manifests;
+mod partition;
+mod pod_env;
+mod replica;
+mod writers;
+
+pub use access::*;
+pub use binary::*;
+pub use files::*;
+pub use http::*;
+pub use manifests::*;
+pub use partition::*;
+pub use pod_env::*;
+pub use replica::*;
+pub use writers::*;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long any one condition may take to come true (a hang guard, not a performance bound).
+pub const WAIT: Duration = Duration::from_secs(90);
+/// The KFP version SWFs are rendered for, matching the default settings.
+pub const TARGET: &str = "2.17.0";
+pub const DEFAULT_SETTINGS: &str = "policies/kfp-default/settings/kfp-2.17.0.json";
+pub const DOWNSTREAM_SETTINGS: &str = "policies/kfp-downstream-example/settings/example.json";
+
+pub fn repo_path(relative: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(relative)
+}
+
+/// A policy component built by `make policies`; fails loudly, naming the command, if missing.
+pub fn built_policy(crate_name: &str) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_path("target"));
+    let path = target
+        .join("wasm32-wasip2/policy")
+        .join(format!("{}.wasm", crate_name.replace('-', "_")));
+    assert!(
+        path.exists(),
+        "missing {}: build the policies first with `make policies`",
+        path.display()
+    );
+    path
+}
+
+/// Controller logs go to stderr only when asked for (`PIPEWARDEN_LOG=debug`).
+pub fn init_logs() {
+    if std::env::var_os("PIPEWARDEN_LOG").is_some() {
+        pipewarden::logging::init();
+    }
+}
+
+/// Waits until `check` holds, for at most [`WAIT`]; returns how long it took.
+pub async fn wait_for(what: &str, mut check: impl FnMut() -> bool) -> anyhow::Result<Duration> {
+    let started = std::time::Instant::now();
+    pipewarden_tests::wait::until(what, WAIT, || {
+        let done = check();
+        async move { Ok(done.then_some(())) }
+    })
+    .await?;
+    Ok(started.elapsed())
+}
