@@ -19,6 +19,7 @@ pub mod crds;
 pub mod credentials;
 mod etcd;
 mod objects;
+pub mod repo;
 pub mod resources;
 pub mod supervise;
 pub mod wait;

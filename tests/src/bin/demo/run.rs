@@ -1,9 +1,8 @@
 //! The demo's main act: the controller, with the default policy, on the seeded objects.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use clap::Parser as _;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -11,6 +10,7 @@ use kube::{Client, ResourceExt as _};
 use pipewarden::controller::exit_gate::{Handled, InjectedEvent};
 use pipewarden::controller::{ControllerHandle, Hooks, RunArgs, start_with};
 use pipewarden::engine::EventKind;
+use pipewarden_tests::repo::{DEFAULT_SETTINGS, locate_policy, repo_path};
 use pipewarden_tests::resources::{swf_resource, workflow_resource};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -22,22 +22,6 @@ pub struct Running {
     inject: mpsc::Sender<InjectedEvent>,
 }
 
-fn repo(relative: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(relative)
-}
-
-/// The default policy as `make policies` builds it.
-fn default_policy() -> Result<PathBuf> {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo("target"), PathBuf::from);
-    let path = target.join("wasm32-wasip2/policy/kfp_default.wasm");
-    if !path.is_file() {
-        bail!("no policy at {}: run `make policies` first", path.display());
-    }
-    Ok(path)
-}
-
 /// Starts `pipewarden run` in this process, as the CLI would, and waits until it is ready.
 pub async fn start(client: Client) -> Result<Running> {
     #[derive(clap::Parser)]
@@ -47,11 +31,8 @@ pub async fn start(client: Client) -> Result<Running> {
     }
     let argv = [
         "pipewarden".to_string(),
-        format!("--policy={}", default_policy()?.display()),
-        format!(
-            "--settings={}",
-            repo("policies/kfp-default/settings/kfp-2.17.0.json").display()
-        ),
+        format!("--policy={}", locate_policy("kfp-default")?.display()),
+        format!("--settings={}", repo_path(DEFAULT_SETTINGS).display()),
         "--target-version=2.17.0".into(),
         "--http-addr=127.0.0.1:0".into(),
     ];
