@@ -20,6 +20,8 @@ demo: control-plane policies
 
 test: toolchain control-plane policies
 	$(call phase,cargo test,$(CARGO) test --workspace --no-fail-fast)
+	$(call phase,fmt,$(CARGO) fmt --all --check)
+	$(call phase,clippy,$(CARGO) clippy --workspace --all-targets -- -D warnings)
 
 # The Wasm target for policies. Go must already be installed: it builds the control plane.
 toolchain:
