@@ -26,44 +26,15 @@ pub use pod_env::*;
 pub use replica::*;
 pub use writers::*;
 
-use std::path::PathBuf;
+pub use pipewarden_tests::repo::{DEFAULT_SETTINGS, built_policy, init_logs, repo_path};
+
 use std::time::Duration;
 
 /// How long any one condition may take to come true (a hang guard, not a performance bound).
 pub const WAIT: Duration = Duration::from_secs(90);
 /// The KFP version SWFs are rendered for, matching the default settings.
 pub const TARGET: &str = "2.17.0";
-pub const DEFAULT_SETTINGS: &str = "policies/kfp-default/settings/kfp-2.17.0.json";
 pub const DOWNSTREAM_SETTINGS: &str = "policies/kfp-downstream-example/settings/example.json";
-
-pub fn repo_path(relative: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(relative)
-}
-
-/// A policy component built by `make policies`; fails loudly, naming the command, if missing.
-pub fn built_policy(crate_name: &str) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_path("target"));
-    let path = target
-        .join("wasm32-wasip2/policy")
-        .join(format!("{}.wasm", crate_name.replace('-', "_")));
-    assert!(
-        path.exists(),
-        "missing {}: build the policies first with `make policies`",
-        path.display()
-    );
-    path
-}
-
-/// Controller logs go to stderr only when asked for (`PIPEWARDEN_LOG=debug`).
-pub fn init_logs() {
-    if std::env::var_os("PIPEWARDEN_LOG").is_some() {
-        pipewarden::logging::init();
-    }
-}
 
 /// Waits until `check` holds, for at most [`WAIT`]; returns how long it took.
 pub async fn wait_for(what: &str, mut check: impl FnMut() -> bool) -> anyhow::Result<Duration> {
