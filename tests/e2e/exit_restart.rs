@@ -95,7 +95,7 @@ async fn a_stale_failure_past_the_tombstone_is_stopped_by_the_fresh_read() -> Re
     let done = set_phase(&api, &running, "Succeeded", Some(&timestamp(0))).await?;
     wait_for_sent(&api, NAME, &completion_key(&done)?).await?;
 
-    // Seed 001's false failure, offered until the tombstone no longer rejects it.
+    // Argo's false failure (argo-workflows #12198), offered until the tombstone no longer rejects it.
     let stale = stale_failure(&running);
     let handled = pipewarden_tests::wait::until("the tombstone to expire", WAIT, || async {
         let handled = controller.inject(Modified, &stale).await?;

@@ -1,4 +1,4 @@
-//! Seed 000 reproduced: an SWF's workflow overwritten with the upstream reproduction's merge
+//! KFP #11296 reproduced: an SWF's workflow overwritten with the upstream reproduction's merge
 //! patch. The policy cannot render it; the controller restores the last good render it recorded
 //! on the SWF and says so, unless the rebuild policy is `disable`, where it only reports.
 
@@ -29,7 +29,7 @@ async fn corruption_is_restored(rebuild_policy: &str) -> Result<()> {
         .find(|s| s.name_any() == "daily-0")
         .expect("seeded");
 
-    merge_patch(&client, &namespace, "daily-0", SEED_000_CORRUPTION).await?;
+    merge_patch(&client, &namespace, "daily-0", KFP_11296_CORRUPTION).await?;
     let repaired = wait_for_all(&client, namespaces, "the workflow restored", |swf| {
         embedded_workflow(swf).is_ok()
     })
@@ -60,17 +60,17 @@ async fn corruption_is_restored(rebuild_policy: &str) -> Result<()> {
 }
 
 #[tokio::test]
-async fn seed_000_corruption_is_restored_under_always() -> Result<()> {
+async fn kfp_11296_corruption_is_restored_under_always() -> Result<()> {
     corruption_is_restored("always").await
 }
 
 #[tokio::test]
-async fn seed_000_corruption_is_restored_under_on_version_change() -> Result<()> {
+async fn kfp_11296_corruption_is_restored_under_on_version_change() -> Result<()> {
     corruption_is_restored("on-version-change").await
 }
 
 #[tokio::test]
-async fn seed_000_corruption_under_disable_is_reported_and_left_alone() -> Result<()> {
+async fn kfp_11296_corruption_under_disable_is_reported_and_left_alone() -> Result<()> {
     let control_plane = shared().await?;
     let client = control_plane.client()?;
     let namespace = control_plane.ns().await?;
@@ -84,7 +84,7 @@ async fn seed_000_corruption_under_disable_is_reported_and_left_alone() -> Resul
     .await?;
     recording.stop().await;
 
-    merge_patch(&client, &namespace, "daily-0", SEED_000_CORRUPTION).await?;
+    merge_patch(&client, &namespace, "daily-0", KFP_11296_CORRUPTION).await?;
     let versions = resource_versions(&client, namespaces).await?;
     let running = args
         .clone()

@@ -27,4 +27,4 @@ pub const DOWNSTREAM_POLICY: &str = "kfp-downstream-example";
 pub const DOWNSTREAM_SETTINGS: &str = "policies/kfp-downstream-example/settings/example.json";
 
 /// The merge patch of the upstream reproduction (KFP #11296).
-pub const SEED_000_CORRUPTION: &str = r#"{"spec":{"workflow":{"spec":{"dynamicKey1":"dynamicValue1","dynamicKey2":"dynamicValue2"}}}}"#;
+pub const KFP_11296_CORRUPTION: &str = r#"{"spec":{"workflow":{"spec":{"dynamicKey1":"dynamicValue1","dynamicKey2":"dynamicValue2"}}}}"#;

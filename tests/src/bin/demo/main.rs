@@ -79,7 +79,7 @@ async fn main() -> Result<()> {
         "drift",
         started,
         format!(
-            "{}/{} overwritten with seed 000's patch, restored from its last good render",
+            "{}/{} overwritten as in KFP #11296's reproduction, restored from its last good render",
             SWF.0, SWF.1
         ),
     );

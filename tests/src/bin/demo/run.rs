@@ -116,7 +116,7 @@ pub async fn complete(client: &Client, namespace: &str, name: &str) -> Result<Va
     Ok(serde_json::to_value(&before)?)
 }
 
-/// Seed 000's reproduction: a merge patch that replaces the embedded workflow with junk.
+/// KFP #11296's reproduction: a merge patch that replaces the embedded workflow with junk.
 pub async fn corrupt(client: &Client, namespace: &str, name: &str) -> Result<String> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &swf_resource());
     let patch = json!({"spec": {"workflow": {"spec": {"dynamicKey1": "dynamicValue1", "dynamicKey2": "dynamicValue2"}}}});

@@ -14,7 +14,7 @@ use pipewarden_tests::resources::{
 /// Where the KFP 2.3-era SWF fixture lives.
 const KFP_2_3_FIXTURE: &str = "swf/kfp-2.3.yaml";
 /// More SWFs as KFP leaves them: one with runtime parameters, one that only references a
-/// pipeline version, and one whose embedded workflow was overwritten (seed 000's patch).
+/// pipeline version, and one whose embedded workflow was overwritten (the patch from KFP #11296's reproduction).
 const MORE_FIXTURES: [&str; 3] = [
     "swf/kfp-2.3-parameters.yaml",
     "swf/kfp-reference-only.yaml",
