@@ -107,7 +107,14 @@ impl Decision {
     }
 
     pub fn write_failed(error: &kube::Error) -> Self {
-        Decision::new("write-failed", format!("write refused: {error}"))
+        // The API server's own sentence (e.g. who is forbidden which verb), not a debug dump.
+        let why = match error {
+            kube::Error::Api(status) => {
+                format!("{} ({} {})", status.message, status.code, status.reason)
+            }
+            other => other.to_string(),
+        };
+        Decision::new("write-failed", format!("write refused: {why}"))
             .with_event(EventType::Warning, "WriteFailed")
     }
 }
