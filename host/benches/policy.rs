@@ -228,16 +228,8 @@ fn workflow_event() -> (WorkflowEvent, Tombstone) {
         "spec": {"entrypoint": "main", "onExit": "exit-handler"},
         "status": {"phase": "Running"}
     });
-    let event = WorkflowEvent {
-        kind: EventKind::Modified,
-        namespace: "team-a".into(),
-        name: "exit-abc".into(),
-        uid: "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61".into(),
-        resource_version: "105".into(),
-        phase: "Running".into(),
-        labels: vec![("workflows.argoproj.io/phase".into(), "Running".into())],
-        workflow: workflow.to_string(),
-    };
+    let facts = pipewarden::exit::event::WorkflowFacts::read(&workflow).expect("a named workflow");
+    let event = facts.event(EventKind::Modified, &workflow);
     let tombstone = Tombstone {
         resource_version: "110".into(),
         phase: "Succeeded".into(),

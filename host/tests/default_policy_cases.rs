@@ -2,14 +2,17 @@
 //! expectations as the native run (`cargo test -p kfp-default --test cases`).
 
 mod common;
+// The native run reads the event's fields; this one derives them from the object instead.
+#[allow(dead_code)]
 #[path = "../../policies/kfp-default/cases/runner.rs"]
 mod runner;
 
 use common::{built_policy, cached_options, repo_path};
 use pipewarden::engine::{
     Eligibility, EventKind, Policy, PolicyOptions, RebuildDecision, RebuildInput, RebuildPolicy,
-    RenderContext, Stamps, Tombstone, WorkflowEvent,
+    RenderContext, Stamps, Tombstone,
 };
+use pipewarden::exit::event::WorkflowFacts;
 use runner::{EventCase, PolicyUnderTest, RebuildCase, TombstoneCase};
 
 struct Component(Policy);
@@ -60,16 +63,11 @@ impl PolicyUnderTest for Component {
     ) -> (String, String) {
         let kind =
             pipewarden::exit::event::parse_event_kind(&event.kind).expect("a valid event kind");
-        let event = WorkflowEvent {
-            kind,
-            namespace: event.namespace.clone(),
-            name: event.name.clone(),
-            uid: event.uid.clone(),
-            resource_version: event.resource_version.clone(),
-            phase: event.phase.clone(),
-            labels: event.labels.clone(),
-            workflow: event.workflow.clone(),
-        };
+        // Built as the controller builds it, from the object.
+        let workflow: serde_json::Value =
+            serde_json::from_str(&event.workflow).expect("workflow JSON");
+        let facts = WorkflowFacts::read(&workflow).expect("a named workflow with a uid");
+        let event = facts.event(kind, &workflow);
         let tombstone = tombstone.map(|t| Tombstone {
             resource_version: t.resource_version.clone(),
             phase: t.phase.clone(),
