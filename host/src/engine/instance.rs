@@ -32,9 +32,9 @@ impl PolicyInstance {
         let state = StoreState::new(inner.label.clone(), inner.options.memory_limit);
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|state| &mut state.memory);
-        store.epoch_deadline_callback(|store| Ok(store.data().clock.check()));
+        store.epoch_deadline_callback(|mut store| Ok(store.data_mut().clock.check()));
         store.data_mut().clock = ticker::CallClock::start(policy.timeout_for(export));
-        store.set_epoch_deadline(ticker::ticks_for(policy.timeout_for(export)));
+        store.set_epoch_deadline(ticker::CallClock::FIRST_DEADLINE);
         match inner.pre.instantiate(&mut store) {
             Ok(bindings) => Ok(PolicyInstance {
                 policy: policy.clone(),
@@ -116,7 +116,8 @@ impl PolicyInstance {
         }
         let timeout = self.policy.timeout_for(export);
         self.store.data_mut().clock = ticker::CallClock::start(timeout);
-        self.store.set_epoch_deadline(ticker::ticks_for(timeout));
+        self.store
+            .set_epoch_deadline(ticker::CallClock::FIRST_DEADLINE);
         f(&self.bindings, &mut self.store).map_err(|error| {
             self.trapped = true;
             classify(&self.store, export, timeout, error)

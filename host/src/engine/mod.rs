@@ -250,10 +250,28 @@ fn new_engine(options: &PolicyOptions) -> Result<Engine, LoadError> {
     Engine::new(&config).map_err(|e| LoadError::Engine(error::chain_message(&e)))
 }
 
+/// What a guest that tries to wait is told.
+const WAIT_REFUSED: &str =
+    "policies may not wait (wasi:io/poll): a decision must compute, not sleep";
+
+/// A guest waiting in a host call cannot be interrupted by an epoch deadline, so the calls that
+/// wait (`poll`, `pollable.block`, which a sleep comes down to) trap instead. Nothing a policy
+/// needs waits: its stdio goes to memory and it has no files or sockets.
+fn refuse_waiting(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let mut poll = linker.instance("wasi:io/poll@0.2.12")?;
+    for name in ["poll", "[method]pollable.block"] {
+        poll.func_new(name, |_, _, _, _| Err(wasmtime::Error::msg(WAIT_REFUSED)))?;
+    }
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
 fn link(engine: &Engine, component: &Component) -> Result<PolicyPre<StoreState>, LoadError> {
     let engine_error = |e: wasmtime::Error| LoadError::Engine(error::chain_message(&e));
     let mut linker: Linker<StoreState> = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(engine_error)?;
+    refuse_waiting(&mut linker).map_err(engine_error)?;
     bindings::Policy::add_to_linker::<StoreState, HasSelf<StoreState>>(&mut linker, |s| s)
         .map_err(engine_error)?;
     let mismatch = |e: wasmtime::Error| LoadError::WorldMismatch {

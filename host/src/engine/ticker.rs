@@ -42,27 +42,39 @@ impl Drop for EpochTicker {
 /// cut short; wall time is still capped at this many deadlines.
 const WALL_CAP_FACTOR: u32 = 10;
 
-/// One call's time budget, checked whenever an epoch deadline comes due.
+/// One call's time budget, checked whenever an epoch deadline comes due. Reading a thread's
+/// CPU time is a system call, so a call reads it only once it has lasted a tick: the first
+/// deadline is one tick away, and there the CPU clock is anchored; time before the anchor counts
+/// in full. Guests cannot wait in a host call (see `engine::link`), so wall time before the
+/// anchor is spent computing or descheduled, never sleeping.
 pub(crate) struct CallClock {
-    /// This thread's CPU time when the call started (a call runs on one thread).
-    cpu_start: Duration,
     wall_start: std::time::Instant,
+    /// This thread's CPU time and the wall time at the first deadline (a call runs on one
+    /// thread).
+    anchor: Option<(Duration, std::time::Instant)>,
     budget: Duration,
 }
 
 impl CallClock {
+    /// Epoch ticks until the first check.
+    pub(crate) const FIRST_DEADLINE: u64 = 1;
+
     pub(crate) fn start(budget: Duration) -> Self {
         CallClock {
-            cpu_start: thread_cpu_time(),
             wall_start: std::time::Instant::now(),
+            anchor: None,
             budget,
         }
     }
 
     /// Interrupt when the budget of CPU time (or ten times it of wall time) is spent; otherwise
     /// the ticks left of the budget.
-    pub(crate) fn check(&self) -> wasmtime::UpdateDeadline {
-        let used = thread_cpu_time().saturating_sub(self.cpu_start);
+    pub(crate) fn check(&mut self) -> wasmtime::UpdateDeadline {
+        let cpu_now = thread_cpu_time();
+        let (cpu_anchor, wall_anchor) = *self
+            .anchor
+            .get_or_insert_with(|| (cpu_now, std::time::Instant::now()));
+        let used = (wall_anchor - self.wall_start) + cpu_now.saturating_sub(cpu_anchor);
         if used >= self.budget || self.wall_start.elapsed() >= self.budget * WALL_CAP_FACTOR {
             wasmtime::UpdateDeadline::Interrupt
         } else {
