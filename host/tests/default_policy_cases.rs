@@ -93,21 +93,7 @@ fn every_case_holds_through_the_component() {
         ..cached_options()
     };
     let policy = Policy::load(&built_policy("kfp-default"), options).expect("load kfp-default");
-    let (lines, failures) = runner::run_all(&repo_path(""), &mut Component(policy));
-    for line in &lines {
-        println!("{line}");
-    }
-    assert!(
-        lines.len() >= 30,
-        "the case file shrank: {} cases",
-        lines.len()
-    );
-    assert!(
-        failures.is_empty(),
-        "{} case(s) failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    runner::check_all(&repo_path(""), &mut Component(policy));
 }
 
 // Keeps the event-kind names of the case file and the host in step.

@@ -55,6 +55,25 @@ fn yaml(root: &Path, relative: &str) -> Value {
     serde_yaml::from_str(&read(root, relative)).unwrap_or_else(|e| panic!("{relative}: {e}"))
 }
 
+/// Runs every case and fails the calling test, listing the cases that did not hold.
+pub fn check_all(root: &Path, policy: &mut dyn PolicyUnderTest) {
+    let (lines, failures) = run_all(root, policy);
+    for line in &lines {
+        println!("{line}");
+    }
+    assert!(
+        lines.len() >= 30,
+        "the case file shrank: {} cases",
+        lines.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 /// Runs every case, with files read below the repository `root`; returns one line per case,
 /// and the failures.
 pub fn run_all(root: &Path, policy: &mut dyn PolicyUnderTest) -> (Vec<String>, Vec<String>) {
