@@ -106,7 +106,7 @@ fn succeeded(rv: &str) -> Value {
 }
 
 #[test]
-fn the_brief_sequence_notifies_once_and_processes_the_recreated_workflow() {
+fn the_stale_copy_sequence_notifies_once_and_processes_the_recreated_workflow() {
     with_both(|decide, label| {
         let mut gate = Gate::new(decide, label);
         #[rustfmt::skip]

@@ -42,7 +42,7 @@ fn resource_versions_are_decimal_without_leading_zeros() {
 }
 
 #[test]
-fn the_brief_sequence_keeps_the_highest_completed_version() {
+fn the_stale_copy_sequence_keeps_the_highest_completed_version() {
     let (tombs, _) = cache(600);
     let u1 = "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61";
     tombs.observe(u1, &seen("100", Phase::New));

@@ -17,7 +17,7 @@ use serde_json::json;
 const NAME: &str = "nightly-etl";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_brief_sequence_notifies_each_real_completion_once() -> Result<()> {
+async fn the_stale_copy_sequence_notifies_each_real_completion_once() -> Result<()> {
     let control_plane = shared().await?;
     let client = control_plane.client()?;
     let namespace = control_plane.ns().await?;

@@ -65,7 +65,7 @@ impl Tombstones {
 }
 
 #[test]
-fn brief_event_sequence() {
+fn stale_copy_event_sequence() {
     let mut cache = Tombstones::default();
     let added = event(EventKind::Added, "U1", "100", "", false);
     assert_eq!(cache.decide(&added), Eligibility::Process);
