@@ -18,6 +18,7 @@ mod control_plane;
 pub mod crds;
 pub mod credentials;
 mod etcd;
+pub mod intercept;
 mod objects;
 pub mod repo;
 pub mod resources;

@@ -1,16 +1,12 @@
 //! A client whose connection to the API server can be cut: while cut, every request waits
 //! forever, as across a network partition where nothing answers.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 
 use anyhow::Result;
-use http::{Request, Response};
-use kube::client::{Body, ClientBuilder, DynBody};
-use tower::{BoxError, Layer, Service};
+use kube::client::ClientBuilder;
+use pipewarden_tests::intercept::{Intercept, Verdict};
 
 #[derive(Clone, Default)]
 pub struct Partition {
@@ -22,7 +18,17 @@ pub struct Partition {
 impl Partition {
     /// A client for `config` that goes through this partition.
     pub fn client(&self, config: kube::Config) -> Result<kube::Client> {
-        Ok(ClientBuilder::try_from(config)?.with_layer(self).build())
+        let partition = self.clone();
+        let layer = Intercept::new(move |request| {
+            if partition.cut.load(Ordering::SeqCst) {
+                return Verdict::Hang;
+            }
+            if request.uri().path().contains("/leases/") {
+                partition.lease_requests.fetch_add(1, Ordering::SeqCst);
+            }
+            Verdict::Pass
+        });
+        Ok(ClientBuilder::try_from(config)?.with_layer(&layer).build())
     }
 
     pub fn cut(&self) {
@@ -35,47 +41,5 @@ impl Partition {
 
     pub fn lease_requests(&self) -> usize {
         self.lease_requests.load(Ordering::SeqCst)
-    }
-}
-
-impl<S> Layer<S> for Partition {
-    type Service = Partitioned<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Partitioned {
-            inner,
-            partition: self.clone(),
-        }
-    }
-}
-
-pub struct Partitioned<S> {
-    inner: S,
-    partition: Partition,
-}
-
-type Answer = Response<Box<DynBody>>;
-
-impl<S> Service<Request<Body>> for Partitioned<S>
-where
-    S: Service<Request<Body>, Response = Answer, Error = BoxError>,
-    S::Future: Send + 'static,
-{
-    type Response = Answer;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Answer, BoxError>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
-        if self.partition.cut.load(Ordering::SeqCst) {
-            return Box::pin(futures::future::pending());
-        }
-        if request.uri().path().contains("/leases/") {
-            self.partition.lease_requests.fetch_add(1, Ordering::SeqCst);
-        }
-        Box::pin(self.inner.call(request))
     }
 }

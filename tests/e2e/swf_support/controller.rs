@@ -12,7 +12,7 @@ use pipewarden::controller::metrics::OutcomeLabel;
 use pipewarden::controller::{ControllerHandle, RunArgs};
 use pipewarden_tests::ControlPlane;
 
-use super::always_conflict::AlwaysConflictLayer;
+use super::always_conflict::always_conflict;
 use super::{DEFAULT_POLICY, DEFAULT_SETTINGS, TARGET, WAIT, built_policy, repo_path};
 
 /// Command-line flags for one controller; `start` parses them as `pipewarden run` does.
@@ -172,7 +172,7 @@ impl RequestLog {
         });
         let builder = ClientBuilder::try_from(config)?;
         Ok(if conflicting {
-            let builder = builder.with_layer(&AlwaysConflictLayer);
+            let builder = builder.with_layer(&always_conflict());
             builder.with_layer(&layer).build()
         } else {
             builder.with_layer(&layer).build()

@@ -1,0 +1,72 @@
+//! A kube client layer that lets a test decide, request by request, to pass it on, hold it
+//! forever, or answer it itself: partitions and refusals without a fake API server.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::{Request, Response};
+use kube::client::{Body, DynBody};
+use tower::{BoxError, Layer, Service};
+
+pub type Answer = Response<Box<DynBody>>;
+
+/// What to do with one request.
+pub enum Verdict {
+    Pass,
+    /// Never answer, as across a partition where nothing comes back.
+    Hang,
+    Respond(Answer),
+}
+
+/// A layer deciding each request with `F`.
+pub struct Intercept<F>(Arc<F>);
+
+impl<F> Intercept<F>
+where
+    F: Fn(&Request<Body>) -> Verdict + Send + Sync + 'static,
+{
+    pub fn new(decide: F) -> Self {
+        Intercept(Arc::new(decide))
+    }
+}
+
+impl<S, F> Layer<S> for Intercept<F> {
+    type Service = Intercepted<S, F>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Intercepted {
+            inner,
+            decide: self.0.clone(),
+        }
+    }
+}
+
+pub struct Intercepted<S, F> {
+    inner: S,
+    decide: Arc<F>,
+}
+
+impl<S, F> Service<Request<Body>> for Intercepted<S, F>
+where
+    S: Service<Request<Body>, Response = Answer, Error = BoxError>,
+    S::Future: Send + 'static,
+    F: Fn(&Request<Body>) -> Verdict,
+{
+    type Response = Answer;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Answer, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        match (self.decide)(&request) {
+            Verdict::Pass => Box::pin(self.inner.call(request)),
+            Verdict::Hang => Box::pin(futures::future::pending()),
+            Verdict::Respond(answer) => Box::pin(async { Ok(answer) }),
+        }
+    }
+}
