@@ -5,6 +5,8 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "../tests/exit_support/mod.rs"]
+mod exit_support;
 
 use std::time::{Duration, Instant};
 
@@ -87,22 +89,8 @@ fn main() {
         },
         ..native_stamped.clone()
     };
-    let native_event = guest::WorkflowEvent {
-        kind: guest::EventKind::Modified,
-        namespace: event.namespace.clone(),
-        name: event.name.clone(),
-        uid: event.uid.clone(),
-        resource_version: event.resource_version.clone(),
-        phase: event.phase.clone(),
-        labels: event.labels.clone(),
-        workflow: event.workflow.clone(),
-    };
-    let native_tombstone = guest::Tombstone {
-        resource_version: tombstone.resource_version.clone(),
-        phase: tombstone.phase.clone(),
-        completed: tombstone.completed,
-        age_seconds: tombstone.age_seconds,
-    };
+    let (native_event, native_tombstone) = exit_support::to_guest(&event, Some(&tombstone));
+    let native_tombstone = native_tombstone.expect("a tombstone");
 
     let mut reused = policy.instance().expect("instance");
     let mut rows: Vec<Vec<String>> = Vec::new();

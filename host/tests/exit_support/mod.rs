@@ -46,11 +46,11 @@ pub fn completed(uid: &str, rv: &str, phase: &str) -> Value {
     workflow(uid, rv, phase, Some(FINISHED))
 }
 
-/// The policy's rules (kfp-core, the default policy's logic) compiled natively.
-pub fn native(
+/// The event and tombstone as a natively compiled policy takes them.
+pub fn to_guest(
     event: &WorkflowEvent,
     tombstone: Option<&Tombstone>,
-) -> Result<Eligibility, PolicyError> {
+) -> (guest::WorkflowEvent, Option<guest::Tombstone>) {
     let kind = match event.kind {
         EventKind::Added => guest::EventKind::Added,
         EventKind::Modified => guest::EventKind::Modified,
@@ -73,6 +73,15 @@ pub fn native(
         completed: t.completed,
         age_seconds: t.age_seconds,
     });
+    (event, tombstone)
+}
+
+/// The policy's rules (kfp-core, the default policy's logic) compiled natively.
+pub fn native(
+    event: &WorkflowEvent,
+    tombstone: Option<&Tombstone>,
+) -> Result<Eligibility, PolicyError> {
+    let (event, tombstone) = to_guest(event, tombstone);
     Ok(
         match kfp_core::exit_eligibility(&event, tombstone.as_ref()) {
             guest::Eligibility::Process => Eligibility::Process,
