@@ -191,27 +191,42 @@ fn classify(
 
 /// A render must describe the same object it was given.
 fn check_render_identity(live: &str, rendered: &str) -> Result<(), String> {
-    let rendered: serde_json::Value =
-        serde_json::from_str(rendered).map_err(|e| format!("render is not JSON: {e}"))?;
-    if !rendered.is_object() {
-        return Err("render is not a JSON object".into());
-    }
-    let live: serde_json::Value = serde_json::from_str(live).unwrap_or_default();
-    for pointer in [
-        "/apiVersion",
-        "/kind",
-        "/metadata/namespace",
-        "/metadata/name",
-    ] {
-        if live.pointer(pointer) != rendered.pointer(pointer) {
-            return Err(format!(
-                "render changed {pointer} from {} to {}",
-                live.pointer(pointer).unwrap_or(&serde_json::Value::Null),
-                rendered
-                    .pointer(pointer)
-                    .unwrap_or(&serde_json::Value::Null)
-            ));
-        }
+    let rendered: Identity =
+        serde_json::from_str(rendered).map_err(|e| format!("render is not a JSON object: {e}"))?;
+    let live: Identity = serde_json::from_str(live).unwrap_or_default();
+    if live != rendered {
+        return Err(format!("render describes {rendered}, not {live}"));
     }
     Ok(())
+}
+
+/// What names an object. Read without building the rest of it: the text is still checked to
+/// be JSON, but the spec is skipped over, not copied.
+#[derive(Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Identity {
+    api_version: Option<String>,
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: IdentityMetadata,
+}
+
+#[derive(Default, PartialEq, serde::Deserialize)]
+struct IdentityMetadata {
+    namespace: Option<String>,
+    name: Option<String>,
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        write!(
+            f,
+            "{} {} {}/{}",
+            show(&self.api_version),
+            show(&self.kind),
+            show(&self.metadata.namespace),
+            show(&self.metadata.name)
+        )
+    }
 }
