@@ -1,0 +1,171 @@
+//! `COMPILED_PIPELINE_SPEC_PATCH`: a strategic merge patch on the workflow `spec`.
+//!
+//! Maps merge key by key, `null` deletes, lists are replaced, except the `WorkflowSpec` lists
+//! Argo declares with a merge key, whose items merge by that key. `$patch: replace` and
+//! `$patch: delete` are honoured on maps. Nested lists inside merged items are replaced.
+
+use serde_json::{Map, Value};
+
+use crate::error::CompileError;
+
+/// `WorkflowSpec` lists that merge item by item (JSON pointer below `spec`, merge key).
+const MERGE_KEYS: [(&str, &str); 7] = [
+    ("/templates", "name"),
+    ("/volumes", "name"),
+    ("/tolerations", "key"),
+    ("/imagePullSecrets", "name"),
+    ("/hostAliases", "ip"),
+    ("/arguments/parameters", "name"),
+    ("/arguments/artifacts", "name"),
+];
+
+pub fn apply(workflow: &mut Value, patch_text: &str) -> Result<(), CompileError> {
+    let patch: Value = serde_json::from_str(patch_text).map_err(|e| {
+        CompileError::Invalid(format!("invalid JSON in COMPILED_PIPELINE_SPEC_PATCH: {e}"))
+    })?;
+    let Value::Object(patch) = patch else {
+        return Err(CompileError::Invalid(
+            "invalid JSON in COMPILED_PIPELINE_SPEC_PATCH: not an object".into(),
+        ));
+    };
+    if patch.is_empty() {
+        return Ok(());
+    }
+    let Some(Value::Object(spec)) = workflow.get_mut("spec") else {
+        return Ok(());
+    };
+    merge_map(spec, patch, "")
+        .map_err(|e| CompileError::Invalid(format!("failed to apply workflow spec patch: {e}")))
+}
+
+fn merge_map(
+    target: &mut Map<String, Value>,
+    patch: Map<String, Value>,
+    path: &str,
+) -> Result<(), String> {
+    for (key, value) in patch {
+        let child_path = format!("{path}/{key}");
+        match value {
+            Value::Null => {
+                target.remove(&key);
+            }
+            Value::Object(mut object) => {
+                match object.remove("$patch").as_ref().and_then(Value::as_str) {
+                    Some("delete") => {
+                        target.remove(&key);
+                    }
+                    Some("replace") => {
+                        target.insert(key, Value::Object(object));
+                    }
+                    Some(other) => {
+                        return Err(format!("unknown patch directive {other:?} at {child_path}"));
+                    }
+                    None => match target.get_mut(&key) {
+                        Some(Value::Object(existing)) => merge_map(existing, object, &child_path)?,
+                        _ => {
+                            let mut fresh = Map::new();
+                            merge_map(&mut fresh, object, &child_path)?;
+                            target.insert(key, Value::Object(fresh));
+                        }
+                    },
+                }
+            }
+            Value::Array(items) => {
+                let merge_key = MERGE_KEYS
+                    .iter()
+                    .find(|(list_path, _)| *list_path == child_path)
+                    .map(|(_, merge_key)| *merge_key);
+                match (merge_key, target.get_mut(&key)) {
+                    (Some(merge_key), Some(Value::Array(existing))) => {
+                        merge_list(existing, items, merge_key, &child_path)?;
+                    }
+                    _ => {
+                        target.insert(key, Value::Array(items));
+                    }
+                }
+            }
+            scalar => {
+                target.insert(key, scalar);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn merge_list(
+    existing: &mut Vec<Value>,
+    items: Vec<Value>,
+    merge_key: &str,
+    path: &str,
+) -> Result<(), String> {
+    for item in items {
+        let Value::Object(item) = item else {
+            return Err(format!("{path}: items must be objects"));
+        };
+        let Some(key) = item.get(merge_key).cloned() else {
+            return Err(format!(
+                "{path}: item does not contain declared merge key {merge_key:?}"
+            ));
+        };
+        let position = existing
+            .iter()
+            .position(|current| current.get(merge_key) == Some(&key));
+        match position {
+            Some(index) => {
+                if let Value::Object(current) = &mut existing[index] {
+                    let mut item = item;
+                    match item.remove("$patch").as_ref().and_then(Value::as_str) {
+                        Some("delete") => {
+                            existing.remove(index);
+                        }
+                        Some("replace") => existing[index] = Value::Object(item),
+                        _ => merge_map(current, item, path)?,
+                    }
+                }
+            }
+            None => existing.push(Value::Object(item)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merges_like_a_strategic_patch() {
+        let mut workflow = json!({"spec": {
+            "serviceAccountName": "pipeline-runner",
+            "podMetadata": {"labels": {"a": "1"}},
+            "templates": [{"name": "x", "inputs": {}}, {"name": "y"}],
+            "nodeSelector": {"old": "v"}
+        }});
+        let patch = r#"{
+            "serviceAccountName": "custom",
+            "podMetadata": {"labels": {"b": "2"}},
+            "templates": [{"name": "x", "activeDeadlineSeconds": 5}, {"name": "z"}],
+            "nodeSelector": null,
+            "tolerations": [{"key": "gpu", "operator": "Exists"}]
+        }"#;
+        apply(&mut workflow, patch).unwrap();
+        assert_eq!(
+            workflow,
+            json!({"spec": {
+                "serviceAccountName": "custom",
+                "podMetadata": {"labels": {"a": "1", "b": "2"}},
+                "templates": [{"name": "x", "inputs": {}, "activeDeadlineSeconds": 5}, {"name": "y"}, {"name": "z"}],
+                "tolerations": [{"key": "gpu", "operator": "Exists"}]
+            }})
+        );
+    }
+
+    #[test]
+    fn empty_patch_is_a_no_op_and_bad_json_an_error() {
+        let mut workflow = json!({"spec": {"a": 1}});
+        apply(&mut workflow, "{}").unwrap();
+        assert_eq!(workflow, json!({"spec": {"a": 1}}));
+        assert!(apply(&mut workflow, "{incomplete").is_err());
+    }
+}
