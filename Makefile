@@ -4,7 +4,7 @@
 CARGO ?= cargo
 POLICY_TARGET := wasm32-wasip2
 DEMO_ARGS ?=
-POLICIES := -p kfp-default -p kfp-downstream-example -p hostile-policy -p other-world-policy
+POLICIES := -p kfp-default -p kfp-downstream-example -p hostile-policy -p other-world-policy -p contract-0-1-0-policy
 
 # $(call phase,NAME,COMMAND): runs COMMAND as a named, timed phase (COMMAND must not contain commas).
 define phase

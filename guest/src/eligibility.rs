@@ -5,7 +5,7 @@
 //!
 //! | event                                               | answer         |
 //! |-----------------------------------------------------|----------------|
-//! | deleted                                             | `skip`         |
+//! | deleted before completing                           | `skip`         |
 //! | no tombstone (new uid, evicted, or host restarted)  | `process`      |
 //! | newer than the tombstone                            | `process`      |
 //! | older or equal, tombstone completed                 | `reject-stale` |
@@ -14,28 +14,54 @@
 //! | resourceVersion unordered, tombstone completed      | `reject-stale` |
 //! | resourceVersion unordered, tombstone not completed  | `process`      |
 //!
+//! A deleted workflow that had completed goes through the same rules: its DELETE event carries
+//! the final object, and a completion nobody notified yet (deleted right after completing) is
+//! notified from it. One deleted before completing has nothing to notify (`skip`, also where
+//! the rules would requeue: there is nothing left to read again).
+//!
 //! An unordered pair (either resourceVersion not a canonical decimal, see [`crate::rv`]) fails
 //! open like Argo's, except against a completed tombstone: a copy that cannot be proven newer
 //! than a completion already seen is never acted on. Failing open is safe because `process`
 //! only makes an event *eligible*: the host confirms completion with a fresh GET before any
-//! side effect and sends one exit notification per uid, so a newer copy of a completion it
-//! already handled (e.g. a label update) does not notify twice.
+//! side effect and sends one exit notification per completion, so a newer copy of a completion
+//! it already handled (e.g. a label update) does not notify twice.
+//!
+//! "Completed" is Argo's meaning: phase Succeeded, Failed or Error (see
+//! [`crate::workflow::event_is_completed`]); the completed label alone is not completion.
 //!
 //! The tombstone's age is not consulted: the host owns its time to live (Argo keeps 1300 s),
 //! and a second, shorter TTL here could only let stale copies through earlier.
 
 use std::cmp::Ordering;
 
+use crate::workflow::event_is_completed;
 use crate::{Eligibility, EventKind, Tombstone, WorkflowEvent, rv};
 
 /// Whether `event` may lead to exit processing, given the host's `tombstone` for its uid.
 pub fn argo_exit_eligibility(event: &WorkflowEvent, tombstone: Option<&Tombstone>) -> Eligibility {
-    let event_rv = &event.resource_version;
-    if event.kind == EventKind::Deleted {
-        return Eligibility::Skip(format!(
-            "Workflow deleted at resourceVersion {event_rv}; nothing to process."
-        ));
+    let answer = ordered(event, tombstone);
+    if event.kind != EventKind::Deleted {
+        return answer;
     }
+    let event_rv = &event.resource_version;
+    match answer {
+        Eligibility::Process | Eligibility::Requeue(_) if !event_is_completed(event) => {
+            Eligibility::Skip(format!(
+                "Workflow deleted at resourceVersion {event_rv} before completing; nothing to \
+                 notify."
+            ))
+        }
+        Eligibility::Requeue(_) => Eligibility::Skip(format!(
+            "Workflow deleted at resourceVersion {event_rv}, behind a newer copy; nothing to \
+             read again."
+        )),
+        other => other,
+    }
+}
+
+/// The ordering rules of the table, for any kind of event.
+fn ordered(event: &WorkflowEvent, tombstone: Option<&Tombstone>) -> Eligibility {
+    let event_rv = &event.resource_version;
     let Some(tombstone) = tombstone else {
         return Eligibility::Process;
     };

@@ -1,7 +1,7 @@
 //! SDK for writing pipewarden policies as WebAssembly components.
 //!
 //! A policy is a Rust library crate built for `wasm32-wasip2`. It implements [`Policy`] (the
-//! exports of the `pipewarden:policy@0.1.0` world) and names its type once with
+//! exports of the `pipewarden:policy@0.1.1` world) and names its type once with
 //! [`export_policy!`]:
 //!
 //! ```no_run
@@ -36,12 +36,14 @@
 //!
 //! Helpers: [`rv`] orders resourceVersions, [`canonical`] gives canonical JSON and digests,
 //! [`swf`] reads `spec.workflow.spec` in either form and computes the render digest,
-//! [`eligibility`] holds Argo 4.1's exit-eligibility rules and [`log`] writes to the host's log.
+//! [`eligibility`] holds Argo 4.1's exit-eligibility rules, [`workflow`] finds a workflow's exit
+//! handler, [`log`] writes to the host's log and [`settings`] reads the settings in force.
 
 pub mod canonical;
 pub mod eligibility;
 pub mod log;
 pub mod rv;
+pub mod settings;
 pub mod swf;
 pub mod workflow;
 

@@ -1,26 +1,45 @@
 //! Policy engine benchmark: each export through a fresh pooled instance and a reused instance,
 //! beside the same logic compiled natively; Cranelift compile beside a cached load.
 //!
+//! Then should-rebuild with a burner thread per core, beside the engine before its deadline
+//! counted CPU time from the start and retried a timeout. A sample that fails (a deadline
+//! missed on a busy machine) is counted in its row, never a panic.
+//!
 //! `cargo bench -p pipewarden --bench policy` (after `make policies`).
 
+#[path = "policy/busy.rs"]
+mod busy;
 #[path = "../tests/common/mod.rs"]
 mod common;
 #[path = "../tests/exit_support/mod.rs"]
 mod exit_support;
+#[path = "policy/load.rs"]
+mod load;
+#[path = "policy/sampled.rs"]
+mod sampled;
 
-use std::time::{Duration, Instant};
-
+use anyhow::Context as _;
 use common::*;
 use pipewarden::engine::{
-    Eligibility, EventKind, Policy, PolicyOptions, RebuildInput, RebuildPolicy, RenderContext,
-    Stamps, Tombstone, WorkflowEvent,
+    Eligibility, EventKind, Policy, PolicyError, PolicyOptions, RebuildInput, RebuildPolicy,
+    RenderContext, Stamps, Tombstone, WorkflowEvent,
 };
 use pipewarden_guest as guest;
+use sampled::{Sampled, sample};
 
 const WARMUP: usize = 200;
 const SAMPLES: usize = 3000;
+/// should-rebuild decisions each way under load.
+const LOADED_CALLS: usize = 20_000;
 
 fn main() {
+    if let Err(error) = run() {
+        eprintln!("policy bench: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     let wasm = built_policy("kfp-default");
     let settings = read("policies/kfp-default/settings/kfp-2.17.0.json");
     let swf = swf_fixture("kfp-2.3.yaml");
@@ -34,15 +53,17 @@ fn main() {
         SAMPLES
     );
 
-    load_times(&wasm);
-    let policy = Policy::load(&wasm, PolicyOptions::default()).expect("load policy");
-    policy.validate_settings(&settings).expect("settings");
+    load::load_times(&wasm)?;
+    let policy = Policy::load(&wasm, PolicyOptions::default()).context("load policy")?;
+    policy
+        .validate_settings(&settings)
+        .context("validate settings")?;
 
     // A rendered SWF carries both stamps, so on-version-change must parse and hash it.
     let rendered = policy
         .render_swf(&swf, &render_context(&settings))
-        .expect("render");
-    let stamped: serde_json::Value = serde_json::from_str(&rendered).unwrap();
+        .context("render the stamped input")?;
+    let stamped: serde_json::Value = serde_json::from_str(&rendered)?;
     let stamps = Stamps {
         version: Some("2.17.0".into()),
         render_hash: stamped["metadata"]["annotations"]["pipewarden.io/render-hash"]
@@ -70,7 +91,8 @@ fn main() {
     let context = render_context(&settings);
 
     // The same decisions through the natively compiled policy crate.
-    let native_settings = kfp_core::Settings::parse(&settings).unwrap();
+    let native_settings =
+        kfp_core::Settings::parse(&settings).map_err(|e| anyhow::anyhow!("settings: {e}"))?;
     let native_stamped = guest::RebuildInput {
         policy: guest::RebuildPolicy::OnVersionChange,
         swf: rendered.clone(),
@@ -90,82 +112,113 @@ fn main() {
         ..native_stamped.clone()
     };
     let (native_event, native_tombstone) = exit_support::to_guest(&event, Some(&tombstone));
-    let native_tombstone = native_tombstone.expect("a tombstone");
+    let native_tombstone = native_tombstone.context("a tombstone")?;
 
-    let mut reused = policy.instance().expect("instance");
+    // A kept instance that trapped (a timeout) is replaced, so its row goes on.
+    let mut reused = policy.instance()?;
+    let mut reuse = |call: &mut dyn FnMut(
+        &mut pipewarden::engine::PolicyInstance,
+    ) -> Result<(), PolicyError>| {
+        let result = call(&mut reused);
+        if result.is_err() {
+            reused = policy.instance()?;
+        }
+        result
+    };
     let mut rows: Vec<Vec<String>> = Vec::new();
 
-    let instantiate = measure(WARMUP, SAMPLES, || drop(policy.instance().unwrap()));
+    let instantiate = sample(WARMUP, SAMPLES, || policy.instance().map(drop));
     rows.push(vec![
         "(fresh instance alone, no call)".into(),
-        format!("{} / {}", us(instantiate.p50), us(instantiate.p99)),
+        format!(
+            "{} / {}",
+            us(instantiate.as_percentiles().p50),
+            us(instantiate.as_percentiles().p99)
+        ),
         "-".into(),
         "-".into(),
         "-".into(),
         "-".into(),
+        format!("{} / -", instantiate.failures()),
         "-".into(),
     ]);
+    let fresh = sample(WARMUP, SAMPLES, || {
+        policy.should_rebuild(&rebuild_unstamped).map(drop)
+    });
+    let kept = sample(WARMUP, SAMPLES, || {
+        reuse(&mut |i| i.should_rebuild(&rebuild_unstamped).map(drop))
+    });
+    let native = measure(WARMUP, SAMPLES, || {
+        drop(kfp_core::should_rebuild(&native_unstamped))
+    });
     row(
         &mut rows,
         "should-rebuild (no stamp)",
         "fresh <= 20 us, reused <= 2 us",
-        measure(WARMUP, SAMPLES, || {
-            drop(policy.should_rebuild(&rebuild_unstamped).unwrap())
-        }),
-        measure(WARMUP, SAMPLES, || {
-            drop(reused.should_rebuild(&rebuild_unstamped).unwrap())
-        }),
-        measure(WARMUP, SAMPLES, || {
-            drop(kfp_core::should_rebuild(&native_unstamped))
-        }),
+        &fresh,
+        &kept,
+        native,
     );
+    let fresh = sample(WARMUP, SAMPLES, || {
+        policy.should_rebuild(&rebuild_stamped).map(drop)
+    });
+    let kept = sample(WARMUP, SAMPLES, || {
+        reuse(&mut |i| i.should_rebuild(&rebuild_stamped).map(drop))
+    });
+    let native = measure(WARMUP, SAMPLES, || {
+        drop(kfp_core::should_rebuild(&native_stamped))
+    });
     row(
         &mut rows,
         "should-rebuild (stamped: parse+hash)",
         "-",
-        measure(WARMUP, SAMPLES, || {
-            drop(policy.should_rebuild(&rebuild_stamped).unwrap())
-        }),
-        measure(WARMUP, SAMPLES, || {
-            drop(reused.should_rebuild(&rebuild_stamped).unwrap())
-        }),
-        measure(WARMUP, SAMPLES, || {
-            drop(kfp_core::should_rebuild(&native_stamped))
-        }),
+        &fresh,
+        &kept,
+        native,
     );
+    let fresh = sample(WARMUP, SAMPLES, || {
+        let eligibility = policy.exit_eligibility(&event, Some(&tombstone))?;
+        if !matches!(eligibility, Eligibility::RejectStale(_)) {
+            return Err(PolicyError::BadOutput {
+                export: pipewarden::engine::Export::ExitEligibility,
+                reason: format!("expected reject-stale, got {eligibility:?}"),
+            });
+        }
+        Ok(())
+    });
+    let kept = sample(WARMUP, SAMPLES, || {
+        reuse(&mut |i| i.exit_eligibility(&event, Some(&tombstone)).map(drop))
+    });
+    let native = measure(WARMUP, SAMPLES, || {
+        drop(kfp_core::exit_eligibility_with_host_settings(
+            &native_event,
+            Some(&native_tombstone),
+        ))
+    });
     row(
         &mut rows,
         "exit-eligibility",
         "fresh <= 20 us, reused <= 2 us",
-        measure(WARMUP, SAMPLES, || {
-            assert!(matches!(
-                policy.exit_eligibility(&event, Some(&tombstone)).unwrap(),
-                Eligibility::RejectStale(_)
-            ))
-        }),
-        measure(WARMUP, SAMPLES, || {
-            drop(reused.exit_eligibility(&event, Some(&tombstone)).unwrap())
-        }),
-        measure(WARMUP, SAMPLES, || {
-            drop(kfp_core::exit_eligibility(
-                &native_event,
-                Some(&native_tombstone),
-            ))
-        }),
+        &fresh,
+        &kept,
+        native,
     );
+    let fresh = sample(WARMUP / 4, SAMPLES / 4, || {
+        policy.render_swf(&swf, &context).map(drop)
+    });
+    let kept = sample(WARMUP / 4, SAMPLES / 4, || {
+        reuse(&mut |i| i.render_swf(&swf, &context).map(drop))
+    });
+    let native = measure(WARMUP / 4, SAMPLES / 4, || {
+        drop(kfp_core::render_swf(&swf, Some("2.17.0"), &native_settings))
+    });
     row(
         &mut rows,
         "render-swf (2.3 -> 2.17)",
         "-",
-        measure(WARMUP / 4, SAMPLES / 4, || {
-            drop(policy.render_swf(&swf, &context).unwrap())
-        }),
-        measure(WARMUP / 4, SAMPLES / 4, || {
-            drop(reused.render_swf(&swf, &context).unwrap())
-        }),
-        measure(WARMUP / 4, SAMPLES / 4, || {
-            drop(kfp_core::render_swf(&swf, Some("2.17.0"), &native_settings).unwrap())
-        }),
+        &fresh,
+        &kept,
+        native,
     );
     print_table(
         &[
@@ -175,27 +228,43 @@ fn main() {
             "native p50 / p99",
             "fresh/native",
             "reused/native",
+            "failed fresh / reused",
             "goal",
         ],
         &rows,
     );
+
+    println!();
+    print_table(
+        &[
+            "should-rebuild (no stamp), busy cores",
+            "decisions",
+            "failed",
+            "timeouts retried",
+            "p50 / p99",
+        ],
+        &busy::rows(&wasm, &rebuild_unstamped, LOADED_CALLS)?,
+    );
+    Ok(())
 }
 
 fn row(
     rows: &mut Vec<Vec<String>>,
     name: &str,
     goal: &str,
-    fresh: Percentiles,
-    reuse: Percentiles,
+    fresh: &Sampled,
+    kept: &Sampled,
     native: Percentiles,
 ) {
+    let (fresh_p, kept_p) = (fresh.as_percentiles(), kept.as_percentiles());
     rows.push(vec![
         name.to_string(),
-        format!("{} / {}", us(fresh.p50), us(fresh.p99)),
-        format!("{} / {}", us(reuse.p50), us(reuse.p99)),
+        format!("{} / {}", us(fresh_p.p50), us(fresh_p.p99)),
+        format!("{} / {}", us(kept_p.p50), us(kept_p.p99)),
         format!("{} / {}", us(native.p50), us(native.p99)),
-        ratio(fresh.p50, native.p50),
-        ratio(reuse.p50, native.p50),
+        ratio(fresh_p.p50, native.p50),
+        ratio(kept_p.p50, native.p50),
+        format!("{} / {}", fresh.failures(), kept.failures()),
         goal.to_string(),
     ]);
 }
@@ -216,7 +285,8 @@ fn workflow_event() -> (WorkflowEvent, Tombstone) {
         "spec": {"entrypoint": "main", "onExit": "exit-handler"},
         "status": {"phase": "Running"}
     });
-    let facts = pipewarden::exit::event::WorkflowFacts::read(&workflow).expect("a named workflow");
+    let facts = pipewarden::exit::event::WorkflowFacts::read(&workflow)
+        .expect("the literal above names its workflow");
     let event = facts.event(EventKind::Modified, &workflow);
     let tombstone = Tombstone {
         resource_version: "110".into(),
@@ -225,66 +295,4 @@ fn workflow_event() -> (WorkflowEvent, Tombstone) {
         age_seconds: 3,
     };
     (event, tombstone)
-}
-
-/// Cranelift compile of the component beside loading it from the compiled-artifact cache.
-fn load_times(wasm: &std::path::Path) {
-    let cache = std::env::temp_dir().join(format!("pipewarden-bench-cache-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&cache);
-    let options = PolicyOptions {
-        cache_dir: Some(cache.clone()),
-        ..PolicyOptions::default()
-    };
-    let mut compile = Vec::new();
-    let mut cached = Vec::new();
-    let mut compile_wall = Vec::new();
-    let mut cached_wall = Vec::new();
-    for _ in 0..5 {
-        let _ = std::fs::remove_dir_all(&cache);
-        let started = Instant::now();
-        let policy = Policy::load(wasm, options.clone()).expect("compile");
-        compile_wall.push(started.elapsed());
-        compile.push(policy.load_report().code_time);
-        for _ in 0..4 {
-            let started = Instant::now();
-            let policy = Policy::load(wasm, options.clone()).expect("cached load");
-            cached_wall.push(started.elapsed());
-            assert_eq!(
-                policy.load_report().source,
-                pipewarden::engine::CodeSource::Cached
-            );
-            cached.push(policy.load_report().code_time);
-        }
-    }
-    let _ = std::fs::remove_dir_all(&cache);
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
-    let (compile, cached) = (median(compile), median(cached));
-    let (compile_wall, cached_wall) = (median(compile_wall), median(cached_wall));
-    print_table(
-        &["load", "machine code", "whole load", "goal"],
-        &[
-            vec![
-                "Cranelift compile".into(),
-                ms(compile),
-                ms(compile_wall),
-                "-".into(),
-            ],
-            vec![
-                "cached (deserialize)".into(),
-                ms(cached),
-                ms(cached_wall),
-                "<= 5 ms".into(),
-            ],
-            vec![
-                "compile / cached".into(),
-                ratio(compile, cached),
-                ratio(compile_wall, cached_wall),
-                "-".into(),
-            ],
-        ],
-    );
-    println!();
 }

@@ -60,6 +60,7 @@ impl PolicyUnderTest for Component {
         &mut self,
         event: &EventCase,
         tombstone: Option<&TombstoneCase>,
+        settings: &str,
     ) -> (String, String) {
         let kind =
             pipewarden::exit::event::parse_event_kind(&event.kind).expect("a valid event kind");
@@ -74,7 +75,9 @@ impl PolicyUnderTest for Component {
             completed: t.completed,
             age_seconds: 1,
         });
-        match self.0.exit_eligibility(&event, tombstone.as_ref()) {
+        // The settings reach the guest through its `settings` import, as in the controller.
+        let policy = self.0.with_settings(settings);
+        match policy.exit_eligibility(&event, tombstone.as_ref()) {
             Ok(Eligibility::Process) => ("process".into(), String::new()),
             Ok(Eligibility::Skip(reason)) => ("skip".into(), reason),
             Ok(Eligibility::RejectStale(reason)) => ("reject-stale".into(), reason),

@@ -3,12 +3,13 @@
 
 mod common;
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{built_policy, cached_options, read, swf_fixture};
 use pipewarden::engine::{
-    Eligibility, EventKind, LoadError, Policy, PolicyError, PolicyOptions, RebuildInput,
-    RebuildPolicy, RenderContext, Stamps, WorkflowEvent,
+    Eligibility, EventKind, Export, LoadError, Policy, PolicyError, PolicyOptions, RebuildInput,
+    RebuildPolicy, RenderContext, RetryObserver, Stamps, WorkflowEvent,
 };
 use serde_json::json;
 
@@ -246,6 +247,44 @@ fn each_export_fails_alone_and_the_next_call_is_fresh() {
 }
 
 #[test]
+fn a_decision_that_times_out_is_tried_once_more_before_it_is_an_error() {
+    let retried = Arc::new(Mutex::new(Vec::new()));
+    let seen = retried.clone();
+    let policy = hostile(PolicyOptions {
+        retry_observer: Some(RetryObserver::new(move |export| {
+            seen.lock().unwrap().push(export)
+        })),
+        ..cached_options()
+    });
+    let swf = |mode: &str| {
+        json!({"apiVersion": "kubeflow.org/v1beta1", "kind": "ScheduledWorkflow",
+               "metadata": {"name": "s", "namespace": "n",
+                            "annotations": {"hostile.pipewarden.io/mode": mode}}})
+        .to_string()
+    };
+    let input = |mode: &str| RebuildInput {
+        policy: RebuildPolicy::Always,
+        swf: swf(mode),
+        target_version: Some("2.17.0".into()),
+        stamps: Stamps {
+            version: None,
+            render_hash: None,
+        },
+        settings: "{}".into(),
+    };
+    let error = policy.should_rebuild(&input("spin")).unwrap_err();
+    assert!(matches!(error, PolicyError::Timeout { .. }), "{error:?}");
+    assert_eq!(*retried.lock().unwrap(), [Export::ShouldRebuild]);
+    // Neither a trap nor a decision is tried twice.
+    assert!(matches!(
+        policy.should_rebuild(&input("panic")).unwrap_err(),
+        PolicyError::Trap { .. }
+    ));
+    policy.should_rebuild(&input("ok")).expect("a decision");
+    assert_eq!(retried.lock().unwrap().len(), 1);
+}
+
+#[test]
 fn a_reused_instance_refuses_calls_after_a_trap() {
     let policy = hostile(cached_options());
     let mut instance = policy.instance().unwrap();
@@ -274,6 +313,41 @@ fn a_component_of_another_version_is_refused_naming_it() {
     assert!(found.contains("@0.2.0"), "{found}");
     eprintln!("refused: {error}");
     good_policy_still_works();
+}
+
+#[test]
+fn a_component_built_against_0_1_0_still_loads_and_decides() {
+    // 0.1.1 only added `host.settings`; wasmtime matches 0.1.x imports with each other.
+    let policy = Policy::load(&built_policy("contract-0-1-0-policy"), cached_options())
+        .expect("a 0.1.0 component loads")
+        .with_settings(r#"{"notify":"all"}"#);
+    policy.validate_settings("{}").expect("validates");
+    let event = WorkflowEvent {
+        kind: EventKind::Modified,
+        namespace: "n".into(),
+        name: "w".into(),
+        uid: "u".into(),
+        resource_version: "5".into(),
+        phase: "Succeeded".into(),
+        labels: vec![],
+        workflow: "{}".into(),
+    };
+    let decision = policy.exit_eligibility(&event, None).expect("decides");
+    assert!(matches!(decision, Eligibility::Process), "{decision:?}");
+    let input = RebuildInput {
+        policy: RebuildPolicy::Always,
+        swf: "{}".into(),
+        target_version: None,
+        stamps: Stamps {
+            version: None,
+            render_hash: None,
+        },
+        settings: "{}".into(),
+    };
+    assert!(matches!(
+        policy.should_rebuild(&input).expect("decides"),
+        pipewarden::engine::RebuildDecision::Skip(reason) if reason.contains("0.1.0")
+    ));
 }
 
 #[test]

@@ -168,7 +168,8 @@ fn an_event_sequence_rejects_the_stale_copy_and_notifies_once_per_completion() {
             "process",
             "reject-stale",
             "process",
-            "skip",
+            // Deleted after completing: eligible, and already notified.
+            "process",
             "process",
             "process",
             "process",
@@ -184,7 +185,7 @@ fn an_event_sequence_rejects_the_stale_copy_and_notifies_once_per_completion() {
             "notify",
             "-",
             "already notified",
-            "-",
+            "already notified",
             "-",
             "-",
             "notify",

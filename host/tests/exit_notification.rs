@@ -9,7 +9,8 @@ use exit_support::{FINISHED, U1, U2, completed, workflow};
 use k8s_openapi::jiff::Timestamp;
 use pipewarden::exit::event::WorkflowFacts;
 use pipewarden::exit::notification::{
-    Mark, NOTIFICATION_ANNOTATION, Plan, finished_before, payload, plan,
+    Mark, NOTIFICATION_ANNOTATION, NOTIFICATION_LABEL, Plan, event_name, finished_before,
+    header_value, notification, payload, plan,
 };
 use pipewarden::exit::retry::{backoff, retryable_status};
 use serde_json::{Value, json};
@@ -99,6 +100,19 @@ fn a_new_completion_after_a_retry_is_claimed_despite_the_old_mark() {
 }
 
 #[test]
+fn a_retry_completing_within_the_same_second_is_a_new_completion() {
+    let first = completed(U1, "110", "Failed");
+    let first_key = facts(&first).completion_key();
+    // `argo retry` reset startedAt to the retry's time, in the second the first run ended;
+    // the re-run failed again within that second.
+    let mut again = completed(U1, "160", "Failed");
+    again["status"]["startedAt"] = json!(FINISHED);
+    assert_ne!(facts(&again).completion_key(), first_key);
+    let live = marked(again.clone(), &Mark::Sent(first_key));
+    assert_eq!(plan(&facts(&again), &live, now(), HOUR), Plan::Claim);
+}
+
+#[test]
 fn completions_before_the_catch_up_window_are_skipped_unless_claimed() {
     let seen = facts(&completed(U1, "110", "Succeeded"));
     let live = completed(U1, "110", "Succeeded");
@@ -123,8 +137,13 @@ fn a_live_workflow_without_identity_confirms_nothing() {
 
 #[test]
 fn marks_round_trip_and_unknown_values_are_ignored() {
-    let key = format!("{U1}/{FINISHED}");
-    for mark in [Mark::Pending(key.clone()), Mark::Sent(key.clone())] {
+    let key = facts(&completed(U1, "1", "Failed")).completion_key();
+    for mark in [
+        Mark::Pending(key.clone()),
+        Mark::Sent(key.clone()),
+        Mark::Failed(key.clone()),
+        Mark::Skipped(key.clone()),
+    ] {
         assert_eq!(Mark::parse(&mark.annotation_value()), Some(mark.clone()));
         assert_eq!(mark.key(), key);
         assert_eq!(
@@ -146,6 +165,8 @@ fn a_mark_patch_carries_the_resource_version_it_was_decided_on() {
         patch["metadata"]["annotations"][NOTIFICATION_ANNOTATION],
         "pending/k"
     );
+    // The state alone as a label, so that pending claims can be listed by selector.
+    assert_eq!(patch["metadata"]["labels"][NOTIFICATION_LABEL], "pending");
     assert_eq!(
         patch.as_object().unwrap().len(),
         1,
@@ -154,16 +175,116 @@ fn a_mark_patch_carries_the_resource_version_it_was_decided_on() {
 }
 
 #[test]
+fn the_completion_key_is_uid_start_finish_and_phase_as_argo_wrote_them() {
+    let done = facts(&completed(U1, "110", "Failed"));
+    assert_eq!(
+        done.completion_key(),
+        format!("{U1}/2026-08-04T01:00:03Z/{FINISHED}/Failed")
+    );
+    // Later writes to the same completion (labels, our own mark) keep it.
+    assert_eq!(
+        facts(&completed(U1, "150", "Failed")).completion_key(),
+        done.completion_key()
+    );
+    // Sub-second precision, where a writer keeps it, is kept.
+    let precise = workflow(U1, "110", "Failed", Some("2026-08-04T01:09:41.250Z"));
+    assert!(
+        facts(&precise)
+            .completion_key()
+            .ends_with("01:09:41.250Z/Failed")
+    );
+    // A mark written by an earlier version (uid/finishedAt) still names this completion.
+    assert!(done.is_completion_key(&format!("{U1}/{FINISHED}")));
+    assert!(!done.is_completion_key(&format!("{U1}/2026-08-04T01:12:00Z")));
+}
+
+#[test]
+fn a_mark_from_an_earlier_version_is_honoured() {
+    let seen = facts(&completed(U1, "110", "Succeeded"));
+    let sent = marked(
+        completed(U1, "111", "Succeeded"),
+        &Mark::Sent(format!("{U1}/{FINISHED}")),
+    );
+    assert_eq!(plan(&seen, &sent, now(), HOUR), Plan::AlreadySent);
+}
+
+#[test]
+fn settled_marks_are_not_acted_on_again() {
+    let seen = facts(&completed(U1, "110", "Succeeded"));
+    let key = seen.completion_key();
+    let failed = marked(
+        completed(U1, "111", "Succeeded"),
+        &Mark::Failed(key.clone()),
+    );
+    let skipped = marked(completed(U1, "111", "Succeeded"), &Mark::Skipped(key));
+    assert_eq!(
+        plan(&seen, &failed, now(), HOUR),
+        Plan::AlreadySettled("already-failed")
+    );
+    assert_eq!(
+        plan(&seen, &skipped, now(), HOUR),
+        Plan::AlreadySettled("already-skipped")
+    );
+}
+
+#[test]
 fn the_webhook_body_names_the_completion() {
-    let body = payload(&facts(&completed(U1, "111", "Failed")));
+    let mut object = completed(U1, "111", "Failed");
+    object["status"]["message"] = json!("child 'etl' failed");
+    let body = payload(&facts(&object));
     assert_eq!(
         body,
         json!({
             "namespace": "data-eng", "name": "nightly-etl", "uid": U1, "phase": "Failed",
-            "finishedAt": FINISHED, "resourceVersion": "111",
-            "idempotencyKey": format!("{U1}/{FINISHED}"),
+            "startedAt": "2026-08-04T01:00:03Z", "finishedAt": FINISHED,
+            "message": "child 'etl' failed", "resourceVersion": "111",
+            "idempotencyKey": format!("{U1}/2026-08-04T01:00:03Z/{FINISHED}/Failed"),
         })
     );
+}
+
+#[test]
+fn the_notification_is_a_cloudevent_in_binary_mode() {
+    let live = facts(&completed(U1, "111", "Failed"));
+    let sent = notification(&live, "/pipewarden/exit-gate");
+    let header = |name: &str| {
+        sent.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let key = live.completion_key();
+    assert_eq!(header("ce-specversion"), Some("1.0"));
+    assert_eq!(header("ce-id"), Some(key.as_str()));
+    assert_eq!(
+        header("ce-type"),
+        Some("io.pipewarden.workflow.completed.v1")
+    );
+    assert_eq!(header("ce-source"), Some("/pipewarden/exit-gate"));
+    assert_eq!(header("ce-subject"), Some("data-eng/nightly-etl"));
+    assert_eq!(header("ce-time"), Some(FINISHED));
+    assert_eq!(header("content-type"), Some("application/json"));
+    assert_eq!(header("idempotency-key"), Some(key.as_str()));
+    assert_eq!(sent.body, payload(&live));
+    // Header values are percent-encoded where the HTTP binding says so.
+    assert_eq!(header_value("a b\"%é"), "a%20b%22%25%C3%A9");
+}
+
+#[test]
+fn each_completion_has_an_event_name_of_its_own() {
+    let first = facts(&completed(U1, "110", "Failed")).completion_key();
+    let again =
+        facts(&workflow(U1, "160", "Failed", Some("2026-08-04T02:00:00Z"))).completion_key();
+    let name = |key: &str| event_name("nightly-etl", "ExitNotification", key);
+    assert_eq!(name(&first), name(&first), "stable");
+    assert_ne!(name(&first), name(&again));
+    assert_ne!(
+        name(&first),
+        event_name("nightly-etl", "ExitNotificationFailed", &first)
+    );
+    assert!(name(&first).starts_with("nightly-etl.exit-"));
+    let long = event_name(&"w".repeat(253), "ExitNotification", &first);
+    assert!(long.len() <= 253, "{}", long.len());
 }
 
 #[test]

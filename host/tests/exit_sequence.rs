@@ -15,7 +15,7 @@ use pipewarden::engine::{
     Eligibility, EventKind, Policy, PolicyError, PolicyOptions, Tombstone, WorkflowEvent,
 };
 use pipewarden::exit::gate::{assess_with, eligibility_parts};
-use pipewarden::exit::tombstone::{ManualClock, TombstoneCache};
+use pipewarden::exit::tombstone::{ManualClock, ResourceVersion, TombstoneCache};
 use serde_json::Value;
 
 use EventKind::{Added, Deleted, Modified, Relisted};
@@ -27,8 +27,15 @@ const TTL: Duration = Duration::from_secs(600);
 
 /// Runs `check` with the natively compiled rules, then with the compiled component.
 fn with_both(check: impl Fn(Decide, &str)) {
+    with_both_settings("{}", check);
+}
+
+/// [`with_both`] with `settings` in force: natively as the SDK's stand-in for the host, in the
+/// component through its `settings` import.
+fn with_both_settings(settings: &str, check: impl Fn(Decide, &str)) {
+    pipewarden_guest::settings::set_native(settings);
     check(&native, "native");
-    let policy = default_policy();
+    let policy = default_policy().with_settings(settings);
     check(
         &|event, tombstone| policy.exit_eligibility(event, tombstone),
         "component",
@@ -39,11 +46,14 @@ fn with_both(check: impl Fn(Decide, &str)) {
 fn default_policy() -> &'static Policy {
     static POLICY: OnceLock<Policy> = OnceLock::new();
     POLICY.get_or_init(|| {
-        Policy::load(
-            &common::built_policy("kfp-default"),
-            PolicyOptions::default(),
-        )
-        .expect("load the default policy")
+        // Generous deadlines: this checks decisions, not speed, and the tests of this binary
+        // share two cores with each other.
+        let options = PolicyOptions {
+            decision_timeout: Duration::from_secs(2),
+            ..PolicyOptions::default()
+        };
+        Policy::load(&common::built_policy("kfp-default"), options)
+            .expect("load the default policy")
     })
 }
 
@@ -85,7 +95,8 @@ impl<'a> Gate<'a> {
             }
             let held = self.tombstones.get(&assessment.facts.uid);
             let held = held.map(|entry| (entry.resource_version, entry.completed));
-            assert_eq!(held, Some(*tombstone), "{context}: tombstone after");
+            let expected = (ResourceVersion::Word(tombstone.0), tombstone.1);
+            assert_eq!(held, Some(expected), "{context}: tombstone after");
         }
     }
 }
@@ -118,14 +129,16 @@ fn the_stale_copy_sequence_notifies_once_and_processes_the_recreated_workflow() 
             ("delayed stale copy", Modified, running(U1, "105"), "reject-stale", (110, true)),
             ("stale relist", Relisted, running(U1, "105"), "reject-stale", (110, true)),
             ("label update", Modified, succeeded("111"), "act", (111, true)),
-            ("deleted", Deleted, succeeded("111"), "skip", (111, true)),
+            // Its DELETE carries the final object: eligible (notified from it had nobody
+            // done so), the same completion, so no second notification.
+            ("deleted", Deleted, succeeded("112"), "act", (112, true)),
             ("same name, new uid", Added, new(U2, "200"), "process", (200, false)),
             ("new uid running", Modified, running(U2, "201"), "process", (201, false)),
         ];
         gate.run(&steps);
         assert_eq!(gate.notified.len(), 1, "{label}: one notification for U1");
         let held = gate.tombstones.get(U1).map(|e| e.resource_version);
-        assert_eq!(held, Some(111), "{label}");
+        assert_eq!(held, Some(ResourceVersion::Word(112)), "{label}");
     });
 }
 
@@ -199,15 +212,93 @@ fn after_a_restart_the_first_sighting_is_trusted() {
 }
 
 #[test]
-fn a_completion_without_finished_at_is_keyed_by_phase() {
+fn completion_is_a_complete_phase_with_a_finished_at() {
     with_both(|decide, label| {
         let mut gate = Gate::new(decide, label);
+        // Succeeded without finishedAt: not (yet) a completion to act on, but nothing may act
+        // on an older copy of it either.
         let bare = workflow(U1, "110", "Succeeded", None);
-        gate.run(&[("no finishedAt", Modified, bare, "act", (110, true))]);
-        assert!(
-            gate.notified.contains(&format!("{U1}/Succeeded")),
-            "{label}"
-        );
-        assert!(!gate.notified.contains(&format!("{U1}/{FINISHED}")));
+        // Labelled completed while running: not a completion at all.
+        let mut labelled = running(U1, "111");
+        labelled["metadata"]["labels"]["workflows.argoproj.io/completed"] = "true".into();
+        #[rustfmt::skip]
+        let steps = [
+            ("no finishedAt", Modified, bare, "process", (110, true)),
+            ("labelled completed, running", Modified, labelled, "process", (111, false)),
+        ];
+        gate.run(&steps);
+        assert!(gate.notified.is_empty(), "{label}");
+    });
+}
+
+#[test]
+fn a_retry_completing_again_within_the_same_second_has_a_key_of_its_own() {
+    with_both(|decide, label| {
+        let mut gate = Gate::new(decide, label);
+        // `argo retry` resets startedAt to the retry's time; finishedAt lands in the same
+        // second as the first completion's.
+        let mut again = completed(U1, "160", "Failed");
+        again["status"]["startedAt"] = FINISHED.into();
+        #[rustfmt::skip]
+        let steps = [
+            ("failed", Modified, completed(U1, "110", "Failed"), "act", (110, true)),
+            ("retried", Modified, running(U1, "150"), "process", (150, false)),
+            ("failed again, same second", Modified, again, "act", (160, true)),
+        ];
+        gate.run(&steps);
+        assert_eq!(gate.notified.len(), 2, "{label}: {:?}", gate.notified);
+    });
+}
+
+/// A workflow without an exit handler.
+fn plain(mut workflow: Value) -> Value {
+    workflow["spec"]
+        .as_object_mut()
+        .expect("a spec")
+        .remove("onExit");
+    workflow
+}
+
+#[test]
+fn notify_exit_handler_skips_completions_without_one_and_all_notifies_them() {
+    with_both(|decide, label| {
+        let mut gate = Gate::new(decide, label);
+        #[rustfmt::skip]
+        let steps = [
+            ("running", Modified, plain(running(U1, "105")), "process", (105, false)),
+            ("completed", Modified, plain(succeeded("110")), "skip", (110, true)),
+            ("stale copy", Modified, plain(running(U1, "105")), "reject-stale", (110, true)),
+        ];
+        gate.run(&steps);
+        assert!(gate.notified.is_empty(), "{label}");
+    });
+    with_both_settings(r#"{"notify":"all"}"#, |decide, label| {
+        let mut gate = Gate::new(decide, label);
+        gate.run(&[(
+            "completed",
+            Modified,
+            plain(succeeded("110")),
+            "act",
+            (110, true),
+        )]);
+        assert_eq!(gate.notified.len(), 1, "{label}");
+    });
+}
+
+#[test]
+fn an_exit_handler_from_a_workflow_template_reaches_the_policy() {
+    with_both(|decide, label| {
+        let mut gate = Gate::new(decide, label);
+        let mut from_template = plain(succeeded("110"));
+        from_template["spec"]["workflowTemplateRef"] = serde_json::json!({"name": "nightly"});
+        // What Argo stores: the merged spec, templates and all, beside its node bookkeeping.
+        from_template["status"]["storedWorkflowTemplateSpec"] = serde_json::json!({
+            "entrypoint": "etl",
+            "hooks": {"exit": {"template": "notify-on-failure"}},
+            "templates": [{"name": "etl", "container": {"image": "busybox"}}],
+        });
+        from_template["status"]["nodes"] = serde_json::json!({"n": {"id": "n"}});
+        gate.run(&[("completed", Modified, from_template, "act", (110, true))]);
+        assert_eq!(gate.notified.len(), 1, "{label}");
     });
 }

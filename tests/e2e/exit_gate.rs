@@ -111,11 +111,11 @@ async fn a_refusing_receiver_gets_the_same_key_until_it_accepts() -> Result<()> 
     let control_plane = shared().await?;
     let client = control_plane.client()?;
     let namespace = control_plane.ns().await?;
-    // Two attempts per pass: the first pass fails whole, a later one gets through.
+    // Three refusals, five attempts: the fourth gets through.
     let receiver = Receiver::refusing_first(3).await?;
     let flags = [
         receiver.flag(),
-        "--exit-webhook-attempts=2".into(),
+        "--exit-attempts=5".into(),
         "--exit-retry-delay=1s".into(),
     ];
     let controller = Controller::start(control_plane, &namespace, &flags).await?;
@@ -128,27 +128,47 @@ async fn a_refusing_receiver_gets_the_same_key_until_it_accepts() -> Result<()> 
     ensure!(receiver.per_key() == BTreeMap::from([(key.clone(), 1)]));
     let keys = receiver.request_keys();
     ensure!(
-        keys.len() >= 4 && keys.iter().all(|k| *k == key),
+        keys.len() == 4 && keys.iter().all(|k| *k == key),
         "request keys {keys:?}"
     );
-    ensure!(
-        controller.notifications("failed") >= 1,
-        "a failed pass counted"
-    );
+    ensure!(controller.attempt_failures("deliver") == 3);
     ensure!(controller.notifications("sent") == 1);
+    // A CloudEvent in binary mode.
+    let first = &receiver.seen()[0];
+    for (header, value) in [
+        ("ce-specversion", "1.0"),
+        ("ce-id", key.as_str()),
+        ("ce-type", "io.pipewarden.workflow.completed.v1"),
+        ("ce-source", "/pipewarden/exit-gate"),
+        ("ce-subject", &format!("{namespace}/{NAME}")),
+        ("content-type", "application/json"),
+    ] {
+        ensure!(
+            first.headers.get(header).map(String::as_str) == Some(value),
+            "{header}: {:?}",
+            first.headers.get(header)
+        );
+    }
+    ensure!(
+        first.headers.get("ce-time")
+            == done.data["status"]["finishedAt"]
+                .as_str()
+                .map(str::to_string)
+                .as_ref()
+    );
     controller.stop().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn completions_before_the_catch_up_window_are_not_notified_on_install() -> Result<()> {
+async fn completions_before_the_catch_up_window_are_reported_not_notified() -> Result<()> {
     let control_plane = shared().await?;
     let client = control_plane.client()?;
     let namespace = control_plane.ns().await?;
     let api = workflows(&client, &namespace);
     // Completed before pipewarden was installed: two hours ago, and a minute ago.
     let old = submit(&api, "old").await?;
-    set_phase(&api, &old, "Failed", Some(&timestamp(7200))).await?;
+    let old = set_phase(&api, &old, "Failed", Some(&timestamp(7200))).await?;
     let recent = submit(&api, "recent").await?;
     let recent = set_phase(&api, &recent, "Failed", Some(&timestamp(60))).await?;
 
@@ -159,10 +179,23 @@ async fn completions_before_the_catch_up_window_are_not_notified_on_install() ->
     controller.wait_for_notifications("skipped-old", 1).await?;
 
     ensure!(receiver.per_key() == BTreeMap::from([(recent_key, 1)]));
+    // Counted, marked and recorded: never silently skipped.
+    let old_key = completion_key(&old)?;
     ensure!(
-        mark(&api, "old").await?.is_none(),
-        "a skipped completion is not marked"
+        mark(&api, "old").await?.as_deref() == Some(format!("skipped/{old_key}").as_str()),
+        "{:?}",
+        mark(&api, "old").await?
     );
+    let skipped = events_with_reason(&client, &namespace, "ExitNotificationSkipped").await?;
+    ensure!(
+        skipped == BTreeMap::from([(old.uid().unwrap_or_default(), 1)]),
+        "{skipped:?}"
+    );
+    // A restart finds it marked and leaves it alone, without reporting it again.
     controller.stop().await;
+    let again = Controller::start(control_plane, &namespace, &[receiver.flag()]).await?;
+    again.wait_for_notifications("already-skipped", 1).await?;
+    ensure!(again.notifications("skipped-old") == 0);
+    again.stop().await;
     Ok(())
 }

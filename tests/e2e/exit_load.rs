@@ -1,6 +1,9 @@
 //! 1,000 workflows completing at once, each followed by 10 stale replays: five racing its
-//! completion through the watch, five once everything was notified. Counted by the webhook
-//! receiver and by Events: one notification per completion, none false, none duplicated.
+//! completion through the watch, five once everything was notified; meanwhile one request in
+//! ten of every step of the action path (read, claim, Event, mark) fails with a 500, and the
+//! receiver answers one request in seven with a 500. Counted by the webhook receiver and by
+//! Events: every completion notified (none lost), none false, no key accepted twice, and no
+//! completion asked more often than the configured attempts.
 
 mod exit_support;
 
@@ -22,6 +25,8 @@ const WORKFLOWS: usize = 1000;
 /// API writes in flight from the test, as many Argo workers would make.
 const WRITERS: usize = 32;
 const LOAD_WAIT: Duration = Duration::from_secs(600);
+/// `--exit-attempts`: the most webhook requests one completion may cause.
+const ATTEMPTS: usize = 6;
 
 /// The copies of one workflow a lagging cache could still deliver after it completed.
 struct History {
@@ -60,11 +65,25 @@ async fn a_thousand_completions_with_stale_replays_notify_exactly_once_each() ->
     let client = control_plane.client()?;
     let namespace = control_plane.ns().await?;
     let api = workflows(&client, &namespace);
-    let receiver = Receiver::start().await?;
+    let receiver =
+        Receiver::with(|_, n| Answer::Status(if n % 7 == 3 { 500 } else { 200 })).await?;
+    // Transient faults at every step of the action path.
+    let faults = Faults::default()
+        .fail_when(Step::Read, |n| n % 10 == 3)
+        .fail_when(Step::Claim, |n| n % 10 == 5)
+        .fail_when(Step::Event, |n| n % 10 == 7)
+        .fail_when(Step::Mark, |n| n % 10 == 9);
     // A debug-build guest on two cores shared with the API server can miss the production
     // 10 ms deadline; deadlines are the engine tests' subject, stale copies are this one's.
-    let flags = [receiver.flag(), "--decision-timeout-ms=250".into()];
-    let controller = Controller::start(control_plane, &namespace, &flags).await?;
+    let flags = [
+        receiver.flag(),
+        "--decision-timeout-ms=250".into(),
+        format!("--exit-attempts={ATTEMPTS}"),
+        "--exit-retry-delay=1s".into(),
+        "--exit-retry-max-delay=4s".into(),
+    ];
+    let controller =
+        Controller::start_with_client(faults.client(control_plane)?, &namespace, &flags).await?;
 
     let histories: Vec<History> = stream::iter(0..WORKFLOWS)
         .map(|i| {
@@ -160,10 +179,27 @@ async fn a_thousand_completions_with_stale_replays_notify_exactly_once_each() ->
         "{} of {WORKFLOWS} notified",
         delivered.len()
     );
+    // Retries are per completion and bounded: never more requests than attempts.
+    let requests = receiver.requests_per_key();
+    let most = requests.values().max().copied().unwrap_or(0);
+    log(format_args!(
+        "exit load: {} webhook requests for {WORKFLOWS} completions (at most {most} for one); \
+         injected faults: read {}, claim {}, Event {}, mark {}; failed attempts: {:?}",
+        receiver.requests(),
+        faults.failed(Step::Read),
+        faults.failed(Step::Claim),
+        faults.failed(Step::Event),
+        faults.failed(Step::Mark),
+        ["read", "claim", "event", "deliver", "mark"].map(|s| (s, controller.attempt_failures(s))),
+    ));
+    ensure!(most <= ATTEMPTS, "a completion got {most} requests");
+    for step in [Step::Read, Step::Claim, Step::Event, Step::Mark] {
+        ensure!(faults.failed(step) > 0, "no {step:?} fault injected");
+    }
     ensure!(
-        receiver.requests() == WORKFLOWS,
-        "{} requests",
-        receiver.requests()
+        controller.gave_up() == 0,
+        "{} given up",
+        controller.gave_up()
     );
     ensure!(
         receiver

@@ -4,9 +4,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
+use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::core::v1::Namespace;
+use kube::client::ConfigExt as _;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
+use tower::{BoxError, ServiceBuilder};
 
 use crate::credentials::{
     random_token, write_admin_token_file, write_kubeconfig, write_service_account_keys,
@@ -15,6 +18,8 @@ use crate::supervise::{Supervised, state_dir};
 use crate::wait;
 
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longest a single readiness poll may take before it counts as "not yet".
+const POLL_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct ApiServer {
     pub url: String,
@@ -82,11 +87,12 @@ impl ApiServer {
     }
 
     async fn wait_ready(&self) -> Result<()> {
-        let client = Client::try_from(self.config.clone())?;
+        let client = quiet_client(&self.config)?;
         wait::until("kube-apiserver /readyz", READY_TIMEOUT, || async {
             self.process.ensure_running()?;
             let readyz = http::Request::get("/readyz").body(Vec::new())?;
-            Ok(client.request_text(readyz).await.ok().map(|_| ()))
+            let answer = tokio::time::timeout(POLL_TIMEOUT, client.request_text(readyz)).await;
+            Ok(answer.ok().and_then(Result::ok).map(|_| ()))
         })
         .await?;
         let namespaces: Api<Namespace> = Api::all(client);
@@ -96,10 +102,35 @@ impl ApiServer {
         .await
     }
 
+    /// Kills the apiserver, as a crash would; etcd and its files stay.
+    pub async fn stop(&mut self) -> Result<()> {
+        self.process.stop_server().await
+    }
+
+    /// Starts it again on the same port, files and etcd, and waits until it is ready.
+    pub async fn start_again(&mut self) -> Result<()> {
+        self.process.start_server()?;
+        self.wait_ready().await
+    }
+
     /// Where this apiserver keeps its files; removed when it stops.
     pub fn dir(&self) -> &Path {
         self.process.dir()
     }
+}
+
+/// A client for expected waits (a starting apiserver, a CRD being established). kube's own
+/// client logs every 5xx answer at ERROR level, which would read as failures; this one sends the
+/// same requests, with the same credentials, without that logging.
+pub fn quiet_client(config: &Config) -> Result<Client> {
+    let https = config.rustls_https_connector()?;
+    let transport = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(https);
+    let service = ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(config.auth_layer()?)
+        .map_err(BoxError::from)
+        .service(transport);
+    Ok(Client::new(service, config.default_namespace.clone()))
 }
 
 /// A client configuration from a kubeconfig file.

@@ -11,7 +11,7 @@ use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client, Config, ResourceExt as _};
 use tokio::sync::OnceCell;
 
-use crate::apiserver::{ApiServer, config_from};
+use crate::apiserver::{ApiServer, config_from, quiet_client};
 use crate::binaries::Binaries;
 use crate::credentials::write_kubeconfig;
 use crate::{crds, log};
@@ -61,7 +61,8 @@ impl ControlPlane {
         ));
         let apiserver =
             ApiServer::start(&binaries.kube_apiserver, &etcd.url, apiserver_port).await?;
-        let client = Client::try_from(apiserver.config.clone())?;
+        // Waits for CRDs go through a client that does not log the expected 404s and 5xx.
+        let client = quiet_client(&apiserver.config)?;
         let info = client.apiserver_version().await.context("GET /version")?;
         log(format_args!(
             "control-plane: kube-apiserver {} ready at {} ({:.1?})",
@@ -84,6 +85,27 @@ impl ControlPlane {
             _etcd: etcd,
             versions,
         })
+    }
+
+    /// Kills kube-apiserver, as a crash or an outage would; etcd keeps running. Not for the
+    /// [`shared`] control plane: other tests use it.
+    pub async fn stop_apiserver(&mut self) -> Result<()> {
+        self.apiserver.stop().await?;
+        log(format_args!("control-plane: kube-apiserver stopped"));
+        Ok(())
+    }
+
+    /// Starts kube-apiserver again on the same port, with the same etcd, certificates and
+    /// tokens (so existing clients reconnect), and waits until it is ready.
+    pub async fn restart_apiserver(&mut self) -> Result<()> {
+        let started = Instant::now();
+        self.apiserver.start_again().await?;
+        log(format_args!(
+            "control-plane: kube-apiserver ready again at {} ({:.1?})",
+            self.apiserver.url,
+            started.elapsed()
+        ));
+        Ok(())
     }
 
     /// Versions of the apiserver and etcd this control plane runs.

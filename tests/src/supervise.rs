@@ -15,18 +15,30 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 
-// $1 = state dir, the rest = server command. The server's log and exit status land in the state
-// dir, which is kept until our end of the pipe closes so a failed start can still be diagnosed.
+// $1 = state dir, the rest = server command. The server's log, pid and exit status land in the
+// state dir, which is kept until our end of the pipe closes so a failed start can still be
+// diagnosed. Lines on the pipe stop the server (SIGKILL, as a crash) and start it again with the
+// same command and state dir, as an outage and a restart would.
 const WATCHDOG: &str = r#"
 dir=$1; shift
 exec 3<&0
-"$@" >"$dir/server.log" 2>&1 </dev/null 3<&- &
-server=$!
-{ read -r _ <&3; kill -KILL "$server"; } 2>/dev/null &
-watcher=$!
-wait "$server"; echo "$?" >"$dir/exit-status"
-kill "$watcher" 2>/dev/null
-read -r _ <&3
+run() {
+  rm -f "$dir/exit-status" "$dir/server.pid"
+  ( "$@" >>"$dir/server.log" 2>&1 </dev/null 3<&- &
+    echo "$!" >"$dir/server.pid"
+    wait "$!"; echo "$?" >"$dir/exit-status" ) 3<&- &
+  runner=$!
+  until [ -s "$dir/server.pid" ]; do sleep 0.01 2>/dev/null || sleep 1; done
+}
+stop() { kill -KILL "$(cat "$dir/server.pid")" 2>/dev/null; wait "$runner"; }
+run "$@"
+while read -r command <&3; do
+  case $command in
+    stop) stop ;;
+    start) run "$@" ;;
+  esac
+done
+stop
 rm -rf "$dir"
 "#;
 
@@ -87,6 +99,36 @@ impl Supervised {
             ),
             Err(_) => Ok(()),
         }
+    }
+
+    /// Kills the server (as a crash) and waits until it is gone; its state dir stays.
+    pub async fn stop_server(&mut self) -> Result<()> {
+        self.command("stop")?;
+        let status = self.dir.join("exit-status");
+        crate::wait::until(
+            &format!("{} to stop", self.name),
+            Duration::from_secs(30),
+            || async { Ok(status.exists().then_some(())) },
+        )
+        .await
+    }
+
+    /// Starts the server again, with the same command and state dir.
+    pub fn start_server(&mut self) -> Result<()> {
+        // Removed here, before the watchdog sees the command, so `ensure_running` never reads
+        // the status of the run that was stopped.
+        let _ = fs::remove_file(self.dir.join("exit-status"));
+        self.command("start")
+    }
+
+    fn command(&mut self, command: &str) -> Result<()> {
+        let lifeline = self
+            .lifeline
+            .as_mut()
+            .with_context(|| format!("{}: the watchdog is gone", self.name))?;
+        writeln!(lifeline, "{command}")
+            .and_then(|()| lifeline.flush())
+            .with_context(|| format!("telling the {} watchdog to {command}", self.name))
     }
 
     /// The last `lines` lines of the server log.

@@ -93,8 +93,10 @@ fn stale_copy_event_sequence() {
         cache.decide(&modified("U1", "111", "Succeeded")),
         Eligibility::Process
     );
-    let deleted = event(EventKind::Deleted, "U1", "111", "Succeeded", true);
-    assert!(matches!(cache.decide(&deleted), Eligibility::Skip(_)));
+    // Deleted after completing: the DELETE carries the final object, newer than anything seen;
+    // eligible, so a completion nobody notified yet is notified from it.
+    let deleted = event(EventKind::Deleted, "U1", "112", "Succeeded", true);
+    assert_eq!(cache.decide(&deleted), Eligibility::Process);
     // Same name, new uid: never confused with U1.
     let recreated = event(EventKind::Added, "U2", "200", "", false);
     assert_eq!(cache.decide(&recreated), Eligibility::Process);
@@ -103,7 +105,7 @@ fn stale_copy_event_sequence() {
         cache.decide(&modified("U2", "201", "Running")),
         Eligibility::Process
     );
-    assert_eq!(cache.rv("U1"), "111");
+    assert_eq!(cache.rv("U1"), "112");
 }
 
 #[test]
@@ -177,12 +179,37 @@ fn unparseable_resource_versions() {
 }
 
 #[test]
-fn deleted_is_skipped_even_without_a_tombstone() {
+fn deleted_before_completing_is_skipped_even_without_a_tombstone() {
     let deleted = event(EventKind::Deleted, "U9", "5", "Running", false);
     assert!(matches!(
         argo_exit_eligibility(&deleted, None),
         Eligibility::Skip(_)
     ));
+    // Behind a running tombstone: nothing to read again, so skipped rather than requeued.
+    let running = tombstone("7", "Running", false);
+    assert!(matches!(
+        argo_exit_eligibility(&deleted, Some(&running)),
+        Eligibility::Skip(_)
+    ));
+    // Labelled completed, but still running: not a completion.
+    let labelled = event(EventKind::Deleted, "U9", "8", "Running", true);
+    assert!(matches!(
+        argo_exit_eligibility(&labelled, None),
+        Eligibility::Skip(_)
+    ));
+}
+
+#[test]
+fn a_deleted_completion_is_eligible_unless_stale() {
+    let deleted = event(EventKind::Deleted, "U9", "120", "Failed", true);
+    assert_eq!(argo_exit_eligibility(&deleted, None), Eligibility::Process);
+    let done = tombstone("110", "Failed", true);
+    assert_eq!(
+        argo_exit_eligibility(&deleted, Some(&done)),
+        Eligibility::Process
+    );
+    let newer = tombstone("130", "Failed", true);
+    assert!(is_stale(&argo_exit_eligibility(&deleted, Some(&newer))));
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! same engine and decision logic as the controller.
 
 use std::collections::HashSet;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,9 +50,10 @@ pub struct EvalArgs {
 
 /// Returns whether every decision was made (no policy error).
 pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
+    super::floors::check_eval(args)?;
     let rebuild_policy = parse_rebuild_policy(&args.rebuild_policy).map_err(anyhow::Error::msg)?;
     let settings = read_settings(args.settings.as_ref())?;
-    let policy = args.policy.load()?;
+    let policy = args.policy.load()?.with_settings(&settings);
     // Without settings only exit eligibility is meaningful; renders then see `{}`.
     if args.settings.is_some() {
         policy
@@ -78,12 +80,18 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
         }
     }
     if !swfs.is_empty() {
-        all_ok &= eval_swfs(&policy, &swfs, &target, args.output);
+        all_ok &= eval_swfs(&policy, &swfs, &target, args.output)?;
     }
     Ok(all_ok)
 }
 
-fn eval_swfs(policy: &Policy, swfs: &[Value], target: &RenderTarget, output: OutputFormat) -> bool {
+fn eval_swfs(
+    policy: &Policy,
+    swfs: &[Value],
+    target: &RenderTarget,
+    output: OutputFormat,
+) -> std::io::Result<bool> {
+    let mut out = std::io::stdout().lock();
     let mut table = Table::new(&["SWF", "DECISION", "CHANGES", "REASON"]);
     let mut diffs = String::new();
     let mut all_ok = true;
@@ -104,10 +112,11 @@ fn eval_swfs(policy: &Policy, swfs: &[Value], target: &RenderTarget, output: Out
                 Some(SwfOutcome::Rebuild { desired, .. }) => desired.clone(),
                 _ => Value::Null,
             };
-            println!(
+            writeln!(
+                out,
                 "{}",
                 json!({"swf": key, "decision": label, "reason": reason, "paths": paths, "diff": lines, "rendered": rendered})
-            );
+            )?;
             continue;
         }
         table.row(vec![
@@ -124,9 +133,10 @@ fn eval_swfs(policy: &Policy, swfs: &[Value], target: &RenderTarget, output: Out
         }
     }
     if output == OutputFormat::Table {
-        print!("{}{diffs}", table.render());
+        write!(out, "{}{diffs}", table.render())?;
     }
-    all_ok
+    out.flush()?;
+    Ok(all_ok)
 }
 
 fn eval_events(
@@ -151,6 +161,7 @@ fn eval_events(
         "REASON",
     ]);
     let mut all_ok = true;
+    let mut out = std::io::stdout().lock();
     for (index, input) in events.iter().enumerate() {
         clock.advance(Duration::from_secs(input.after_seconds));
         let kind = event_kind_name(input.kind);
@@ -187,7 +198,7 @@ fn eval_events(
             }
         };
         if args.output == OutputFormat::Json {
-            println!("{row}");
+            writeln!(out, "{row}")?;
         } else {
             let cell = |key: &str| match &row[key] {
                 Value::String(s) => s.clone(),
@@ -214,9 +225,10 @@ fn eval_events(
         }
     }
     if args.output == OutputFormat::Table {
-        println!("{source}: {} event(s)", events.len());
-        print!("{}", table.render());
+        writeln!(out, "{source}: {} event(s)", events.len())?;
+        write!(out, "{}", table.render())?;
     }
+    out.flush()?;
     Ok(all_ok)
 }
 

@@ -36,15 +36,16 @@ pub fn load(path: &Path) -> anyhow::Result<Vec<Input>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let source = path.display().to_string();
+    let documents = documents(&text).with_context(|| format!("cannot parse {source}"))?;
     let mut inputs = Vec::new();
     let mut events = Vec::new();
-    for (index, document) in documents(&text)
-        .with_context(|| format!("cannot parse {source}"))?
-        .into_iter()
-        .enumerate()
-    {
+    for (index, document) in documents.into_iter().enumerate() {
         classify(document, &mut inputs, &mut events, &source)
             .with_context(|| format!("{source}: document {}", index + 1))?;
+    }
+    // Nothing to evaluate is a mistake (a wrong path, a truncated download), not a pass.
+    if inputs.is_empty() && events.is_empty() {
+        bail!("{source} is empty: it holds no ScheduledWorkflow and no workflow watch event");
     }
     if !events.is_empty() {
         inputs.push(Input::Events { source, events });
@@ -63,7 +64,10 @@ fn documents(text: &str) -> anyhow::Result<Vec<Value>> {
     }
     let mut docs = Vec::new();
     for document in serde_yaml::Deserializer::from_str(text) {
-        let value = Value::deserialize(document)?;
+        // `<<: *anchor` merge keys, as event files written by hand use them.
+        let mut yaml = serde_yaml::Value::deserialize(document)?;
+        yaml.apply_merge()?;
+        let value: Value = serde_yaml::from_value(yaml)?;
         if !value.is_null() {
             docs.push(value);
         }

@@ -1,6 +1,7 @@
 //! The `pipewarden` command line.
 
 pub mod eval;
+pub mod floors;
 pub mod inputs;
 pub mod policy_args;
 pub mod precompile;
@@ -11,7 +12,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(
     name = "pipewarden",
-    version,
+    version = version_text(),
     about = "A Kubernetes controller whose decisions are made by a sandboxed Wasm policy"
 )]
 pub struct Cli {
@@ -27,6 +28,35 @@ pub enum Command {
     Eval(eval::EvalArgs),
     /// Compile a policy into the cache directory.
     Precompile(precompile::PrecompileArgs),
+}
+
+/// The git commit this binary was built from (`unknown` when built without git metadata).
+pub const GIT_COMMIT: &str = env!("PIPEWARDEN_GIT_COMMIT");
+
+/// What `pipewarden --version` prints after the name: the crate version, the commit and the
+/// policy world (WIT package and version) this host serves.
+pub fn version_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "{} (commit {GIT_COMMIT}, policy world {})",
+            env!("CARGO_PKG_VERSION"),
+            crate::engine::WORLD
+        )
+    })
+}
+
+/// The status a process killed by SIGPIPE reports to the shell (128 + 13), as `cat` or `seq`
+/// do when `head` stops reading: `pipewarden eval ... | head` ends with it, quietly.
+pub const BROKEN_PIPE_STATUS: i32 = 141;
+
+/// Whether `error` comes from writing to a closed stdout (the reader went away).
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Runs the command; the returned code is the process exit status.

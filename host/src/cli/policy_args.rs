@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::engine::{Policy, PolicyOptions};
+use crate::engine::{Policy, PolicyOptions, RetryObserver};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct PolicyArgs {
@@ -59,7 +59,16 @@ impl PolicyArgs {
     }
 
     pub fn load(&self) -> anyhow::Result<Policy> {
-        Policy::load(&self.policy, self.options()?)
+        self.load_observed(None)
+    }
+
+    /// [`load`](Self::load), telling `retries` of each decision retried after a timeout.
+    pub fn load_observed(&self, retries: Option<RetryObserver>) -> anyhow::Result<Policy> {
+        let options = PolicyOptions {
+            retry_observer: retries,
+            ..self.options()?
+        };
+        Policy::load(&self.policy, options)
             .with_context(|| format!("cannot load policy {}", self.policy.display()))
     }
 }

@@ -1,5 +1,6 @@
 //! `pipewarden precompile`: compile a policy into the cache, so a controller start only loads it.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::bail;
@@ -13,6 +14,7 @@ pub struct PrecompileArgs {
 }
 
 pub fn run(args: &PrecompileArgs) -> anyhow::Result<()> {
+    super::floors::check_policy(&args.policy)?;
     let Some(dir) = args.policy.cache_dir.clone() else {
         bail!(
             "--cache-dir (or PIPEWARDEN_CACHE_DIR) is required: it is where the compiled policy goes"
@@ -21,7 +23,8 @@ pub fn run(args: &PrecompileArgs) -> anyhow::Result<()> {
     let policy = args.policy.load()?;
     let report = policy.load_report();
     let dir: PathBuf = dir;
-    println!(
+    writeln!(
+        std::io::stdout(),
         "{}  {}  {} bytes  {:?} in {:.1} ms  -> {}",
         policy.label(),
         policy.digest(),
@@ -29,6 +32,6 @@ pub fn run(args: &PrecompileArgs) -> anyhow::Result<()> {
         report.source,
         report.code_time.as_secs_f64() * 1e3,
         dir.display()
-    );
+    )?;
     Ok(())
 }

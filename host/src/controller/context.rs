@@ -9,6 +9,9 @@ use super::health::Readiness;
 use super::metrics::Metrics;
 use super::policy_handle::PolicyHandle;
 
+/// How long a watch may fail before readiness fails, unless told otherwise.
+const DEFAULT_WATCH_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 #[derive(Clone)]
 pub struct Context {
     pub client: kube::Client,
@@ -22,6 +25,8 @@ pub struct Context {
     pub concurrency: usize,
     /// True while this replica may write (holds the lease, or runs without election).
     pub may_write: watch::Receiver<bool>,
+    /// The API server's URL, named in connection errors.
+    pub api_server: Arc<str>,
 }
 
 impl Context {
@@ -42,11 +47,24 @@ impl Context {
             client,
             policy,
             metrics,
-            readiness: Arc::new(Readiness::default()),
+            readiness: Arc::new(Readiness::new(DEFAULT_WATCH_GRACE)),
             namespaces,
             concurrency: concurrency.max(1),
             may_write,
+            api_server: "(unknown URL)".into(),
         }
+    }
+
+    /// Names `url` as the API server in connection errors.
+    pub fn with_api_server(mut self, url: &str) -> Self {
+        self.api_server = url.into();
+        self
+    }
+
+    /// `/readyz` fails once a loop's watch has been failing for longer than `grace`.
+    pub fn with_watch_grace(mut self, grace: std::time::Duration) -> Self {
+        self.readiness = Arc::new(Readiness::new(grace));
+        self
     }
 
     pub fn may_write(&self) -> bool {

@@ -12,6 +12,7 @@ use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use tokio::sync::watch;
 
+use super::api_error::describe_any;
 use super::metrics::Metrics;
 use crate::lease::{LeaseView, Step, next_step, renew_deadline, retry_period, round_timeout};
 
@@ -50,6 +51,8 @@ pub struct Elector {
     metrics: std::sync::Arc<Metrics>,
     /// When the last successful renewal was sent (not answered): the conservative start.
     last_renewal: Option<Instant>,
+    /// The API server's URL, for errors.
+    api_server: std::sync::Arc<str>,
 }
 
 impl Elector {
@@ -58,6 +61,7 @@ impl Elector {
         args: &LeaderArgs,
         may_write: watch::Sender<bool>,
         metrics: std::sync::Arc<Metrics>,
+        api_server: std::sync::Arc<str>,
     ) -> Self {
         Elector {
             api: Api::namespaced(client, &args.lease_namespace),
@@ -67,6 +71,7 @@ impl Elector {
             may_write,
             metrics,
             last_renewal: None,
+            api_server,
         }
     }
 
@@ -81,7 +86,10 @@ impl Elector {
             let budget = round_timeout(self.duration, leading_for);
             match tokio::time::timeout(budget, self.try_hold()).await {
                 Ok(Ok(())) => {}
-                Ok(Err(error)) => tracing::warn!(%error, "lease request failed"),
+                Ok(Err(error)) => tracing::warn!(
+                    error = describe_any(&error, &self.api_server),
+                    "lease request failed"
+                ),
                 Err(_) => tracing::warn!(?budget, "lease request unanswered in time"),
             }
             // Whatever happened, a leader past its renew deadline stops writing now.

@@ -13,8 +13,23 @@ pub struct OutcomeLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StepLabel {
+    pub step: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ExportLabel {
     pub export: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WatchLabel {
+    pub watch: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -34,11 +49,27 @@ pub struct Metrics {
     /// Workflow events by policy eligibility: process, skip, reject-stale, requeue; or error,
     /// malformed, delay-dropped (a re-check not scheduled).
     pub exit_decisions: Family<OutcomeLabel, Counter>,
-    /// Exit processing by outcome: sent, already-notified, unconfirmed, skipped-old, failed
-    /// (delivery; retried later), conflict, error, not-leader.
+    /// Exit processing by outcome, once per completion handled: sent, already-notified,
+    /// already-failed, already-skipped, skipped-old (first seen after the catch-up window),
+    /// unconfirmed, gone, gave-up, superseded, not-leader; in-flight for an event whose
+    /// completion was already being processed.
     pub exit_notifications: Family<OutcomeLabel, Counter>,
-    /// Exit webhook requests by outcome: ok, rejected (non-2xx), error (no answer).
+    /// Failed attempts of the action path by step: read, claim, event, deliver, mark.
+    pub exit_attempt_failures: Family<StepLabel, Counter>,
+    /// Completions given up on (the attempts ran out, the claim was older than the give-up
+    /// age, or a retry superseded it); each also has an `ExitNotificationFailed` Event.
+    pub exit_gave_up: Counter,
+    /// Completions being processed now.
+    pub exit_in_flight: Gauge,
+    /// Pending claims the periodic sweep picked up.
+    pub exit_swept: Counter,
+    /// From the gate taking a completion to its notification being delivered, in seconds.
+    pub exit_notification_seconds: Histogram,
+    /// Exit webhook requests by outcome: ok, rejected (non-2xx), error (no answer), timeout.
     pub exit_webhook_requests: Family<OutcomeLabel, Counter>,
+    /// Webhook deliveries waiting for a slot, and being sent.
+    pub exit_delivery_queued: Gauge,
+    pub exit_deliveries_in_flight: Gauge,
     /// Tombstone cache entries.
     pub tombstones: Gauge,
     /// Policy call failures by export and error kind.
@@ -49,6 +80,14 @@ pub struct Metrics {
     pub policy_loads: Family<OutcomeLabel, Counter>,
     /// 1 while this replica holds the leader lease (or runs without election).
     pub leader: Gauge,
+    /// Policy calls tried once more after missing their deadline, by export.
+    pub policy_timeouts_retried: Family<ExportLabel, Counter>,
+    /// Policy-failure Events about an SWF held back (one per SWF per window), by reason.
+    pub swf_events_held_back: Family<ReasonLabel, Counter>,
+    /// Unix time of each watch's last completed list or delivered change.
+    pub watch_last_success: Family<WatchLabel, Gauge>,
+    /// Watch failures (each followed by a pause and a fresh list), by watch.
+    pub watch_errors: Family<WatchLabel, Counter>,
 }
 
 impl Metrics {
@@ -60,6 +99,13 @@ impl Metrics {
         let exit_decisions = Family::<OutcomeLabel, Counter>::default();
         let exit_notifications = Family::<OutcomeLabel, Counter>::default();
         let exit_webhook_requests = Family::<OutcomeLabel, Counter>::default();
+        let exit_attempt_failures = Family::<StepLabel, Counter>::default();
+        let exit_gave_up = Counter::default();
+        let exit_in_flight = Gauge::default();
+        let exit_swept = Counter::default();
+        let exit_notification_seconds = Histogram::new(exponential_buckets(0.001, 4.0, 10));
+        let exit_delivery_queued = Gauge::default();
+        let exit_deliveries_in_flight = Gauge::default();
         let tombstones = Gauge::default();
         let policy_errors = Family::<PolicyErrorLabels, Counter>::default();
         let policy_call_seconds = Family::<ExportLabel, Histogram>::new_with_constructor(|| {
@@ -97,6 +143,41 @@ impl Metrics {
             "Exit webhook requests by outcome",
             exit_webhook_requests.clone(),
         );
+        registry.register(
+            "exit_attempt_failures",
+            "Failed attempts of the exit action path by step",
+            exit_attempt_failures.clone(),
+        );
+        registry.register(
+            "exit_gave_up",
+            "Completions given up on, each with an ExitNotificationFailed Event",
+            exit_gave_up.clone(),
+        );
+        registry.register(
+            "exit_in_flight",
+            "Completions being processed",
+            exit_in_flight.clone(),
+        );
+        registry.register(
+            "exit_swept",
+            "Pending claims picked up by the periodic sweep",
+            exit_swept.clone(),
+        );
+        registry.register(
+            "exit_notification_seconds",
+            "From taking a completion to delivering its notification",
+            exit_notification_seconds.clone(),
+        );
+        registry.register(
+            "exit_delivery_queued",
+            "Webhook deliveries waiting for a slot",
+            exit_delivery_queued.clone(),
+        );
+        registry.register(
+            "exit_deliveries_in_flight",
+            "Webhook deliveries being sent",
+            exit_deliveries_in_flight.clone(),
+        );
         registry.register("tombstones", "Tombstone cache entries", tombstones.clone());
         registry.register(
             "policy_errors",
@@ -114,6 +195,30 @@ impl Metrics {
             policy_loads.clone(),
         );
         registry.register("leader", "1 while this replica may write", leader.clone());
+        let policy_timeouts_retried = Family::<ExportLabel, Counter>::default();
+        registry.register(
+            "policy_timeouts_retried",
+            "Policy calls tried once more after missing their deadline, by export",
+            policy_timeouts_retried.clone(),
+        );
+        let swf_events_held_back = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "swf_events_held_back",
+            "Policy-failure Events about an SWF held back, one per SWF per window",
+            swf_events_held_back.clone(),
+        );
+        let watch_last_success = Family::<WatchLabel, Gauge>::default();
+        registry.register(
+            "watch_last_success_timestamp_seconds",
+            "Unix time of each watch's last completed list or delivered change",
+            watch_last_success.clone(),
+        );
+        let watch_errors = Family::<WatchLabel, Counter>::default();
+        registry.register(
+            "watch_errors",
+            "Watch failures, each followed by a pause and a fresh list",
+            watch_errors.clone(),
+        );
         Metrics {
             registry,
             swf_decisions,
@@ -122,11 +227,22 @@ impl Metrics {
             exit_decisions,
             exit_notifications,
             exit_webhook_requests,
+            exit_attempt_failures,
+            exit_gave_up,
+            exit_in_flight,
+            exit_swept,
+            exit_notification_seconds,
+            exit_delivery_queued,
+            exit_deliveries_in_flight,
             tombstones,
             policy_errors,
             policy_call_seconds,
             policy_loads,
             leader,
+            policy_timeouts_retried,
+            swf_events_held_back,
+            watch_last_success,
+            watch_errors,
         }
     }
 
@@ -138,6 +254,14 @@ impl Metrics {
             .inc();
     }
 
+    pub fn step_failed(&self, step: &str) {
+        self.exit_attempt_failures
+            .get_or_create(&StepLabel {
+                step: step.to_string(),
+            })
+            .inc();
+    }
+
     pub fn policy_error(&self, error: &crate::engine::PolicyError) {
         self.policy_errors
             .get_or_create(&PolicyErrorLabels {
@@ -145,6 +269,18 @@ impl Metrics {
                 kind: error.kind().to_string(),
             })
             .inc();
+    }
+
+    /// Counts each policy call retried after a timeout under its export.
+    pub fn retry_observer(&self) -> crate::engine::RetryObserver {
+        let retried = self.policy_timeouts_retried.clone();
+        crate::engine::RetryObserver::new(move |export| {
+            retried
+                .get_or_create(&ExportLabel {
+                    export: export.name().to_string(),
+                })
+                .inc();
+        })
     }
 
     /// The registry in Prometheus text format.

@@ -1,6 +1,7 @@
 //! `pipewarden run`: the controller. Loops fetch, call the policy through the engine and the
 //! pure logic, and write; everything they decide is in `swf` and `exit`.
 
+pub mod api_error;
 pub mod context;
 pub mod exit_gate;
 pub mod health;
@@ -9,6 +10,7 @@ pub mod metrics;
 pub mod policy_handle;
 pub mod policy_reload;
 pub mod swf;
+pub mod watch_health;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -41,33 +43,45 @@ pub struct RunArgs {
     /// How often to look for a changed policy, settings or pin file; 0 turns reloading off.
     #[arg(long, env = "PIPEWARDEN_POLICY_RELOAD_SECONDS", default_value_t = 10)]
     pub policy_reload_seconds: u64,
+    /// How long a loop's watch may keep failing before /readyz reports the loop unready.
+    #[arg(long, env = "PIPEWARDEN_WATCH_GRACE", default_value = "30s", value_parser = crate::cli::eval::humantime_secs)]
+    pub watch_grace: std::time::Duration,
     #[command(flatten)]
     pub leader: leader::LeaderArgs,
     #[command(flatten)]
     pub exit: exit_gate::ExitArgs,
     #[command(flatten)]
     pub swf: swf::SwfArgs,
+    /// The API server's URL, named in connection errors; `run` takes it from the kubeconfig.
+    #[arg(skip)]
+    pub api_server_url: Option<String>,
 }
 
-/// Load and validate the policy, or refuse to start.
+/// Load the policy and validate its settings, or refuse to start. Without settings (only a
+/// run without the SWF loop, which is all that renders) there is nothing to validate.
 pub fn load_policy(
     args: &PolicyArgs,
     settings: Option<&PathBuf>,
     metrics: &Metrics,
 ) -> anyhow::Result<LoadedPolicy> {
     let attempt = || -> anyhow::Result<LoadedPolicy> {
+        let given = settings.is_some();
         let settings = read_settings(settings)?;
-        let policy = args.load()?;
-        policy
-            .validate_settings(&settings)
-            .map_err(|e| anyhow::anyhow!("policy {} rejected its settings: {e}", policy.label()))?;
+        let policy = args.load_observed(Some(metrics.retry_observer()))?
+            .with_settings(&settings);
+        if given {
+            policy.validate_settings(&settings).map_err(|e| {
+                anyhow::anyhow!("policy {} rejected its settings: {e}", policy.label())
+            })?;
+        }
         let report = policy.load_report();
         tracing::info!(
             policy = policy.label(),
             digest = policy.digest(),
             code = ?report.source,
             millis = report.code_time.as_secs_f64() * 1e3,
-            "policy loaded and settings validated"
+            settings = if given { "validated" } else { "none (no loop renders)" },
+            "policy loaded"
         );
         Ok(LoadedPolicy { policy, settings })
     };
@@ -77,6 +91,18 @@ pub fn load_policy(
         if result.is_ok() { "loaded" } else { "refused" },
     );
     result
+}
+
+/// What can be refused before anything starts: flags below their floor, missing settings.
+fn check_args(args: &RunArgs) -> anyhow::Result<()> {
+    crate::cli::floors::check_run(args)?;
+    if args.swf.enabled && args.settings.is_none() {
+        anyhow::bail!(
+            "--settings (PIPEWARDEN_SETTINGS) is required by the SWF loop, which renders; \
+             without the SWF loop (--swf-loop=false) it is not"
+        );
+    }
+    Ok(())
 }
 
 /// A started controller: its loops and HTTP server run until `stop`, or until dropped.
@@ -152,6 +178,7 @@ pub async fn start_with(
     client: kube::Client,
     hooks: Hooks,
 ) -> anyhow::Result<ControllerHandle> {
+    check_args(&args)?;
     let metrics = Arc::new(Metrics::new());
     let reload_inputs = policy_reload::Inputs::new(args.policy.clone(), args.settings.clone());
     // Taken before the load, so files changed while it runs are reloaded, not missed.
@@ -168,7 +195,12 @@ pub async fn start_with(
         args.namespaces.clone(),
         args.concurrency,
         may_write,
-    );
+    )
+    .with_watch_grace(args.watch_grace);
+    let ctx = match &args.api_server_url {
+        Some(url) => ctx.with_api_server(url),
+        None => ctx,
+    };
     let listener = tokio::net::TcpListener::bind(args.http_addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.http_addr))?;
@@ -181,7 +213,13 @@ pub async fn start_with(
         ctx.readiness.clone(),
     ));
     if elect {
-        let elector = leader::Elector::new(client, &args.leader, writer.clone(), metrics.clone());
+        let elector = leader::Elector::new(
+            client,
+            &args.leader,
+            writer.clone(),
+            metrics.clone(),
+            ctx.api_server.clone(),
+        );
         tasks.spawn(elector.run());
     }
     if args.policy_reload_seconds > 0 {
@@ -210,10 +248,18 @@ pub async fn start_with(
 }
 
 /// `pipewarden run`: start, then run until SIGTERM or Ctrl-C, or until a loop fails.
-pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let client = kube::Client::try_default()
+pub async fn run(mut args: RunArgs) -> anyhow::Result<()> {
+    check_args(&args)?;
+    let config = kube::Config::infer()
         .await
         .context("cannot build a Kubernetes client (KUBECONFIG or in-cluster config)")?;
+    args.api_server_url = Some(config.cluster_url.to_string());
+    let client = kube::Client::try_from(config).with_context(|| {
+        format!(
+            "cannot build a Kubernetes client for {}",
+            args.api_server_url.as_deref().unwrap_or_default()
+        )
+    })?;
     let mut handle = start(args, client).await?;
     tokio::select! {
         result = handle.wait() => result,

@@ -1,4 +1,4 @@
-//! Host-side bindings for the `pipewarden:policy@0.1.0` world.
+//! Host-side bindings for the `pipewarden:policy@0.1.1` world.
 
 wasmtime::component::bindgen!({
     path: "../wit",

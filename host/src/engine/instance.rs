@@ -21,19 +21,32 @@ pub struct PolicyInstance {
     store: Store<StoreState>,
     bindings: bindings::Policy,
     trapped: bool,
+    /// One decision's instance: one clock, counting CPU time from the start of instantiation
+    /// to the end of the call (see `CallClock`).
+    single_decision: bool,
 }
 
 impl PolicyInstance {
-    /// `first` is the export about to be called, for error attribution; instantiation runs
-    /// under its deadline.
+    /// `first` is the export about to be called, for error attribution, when the instance is
+    /// for that one decision; instantiation runs under its deadline.
     pub(crate) fn new(policy: &Policy, first: Option<Export>) -> Result<Self, PolicyError> {
+        let single_decision = first.is_some();
         let export = first.unwrap_or(Export::ValidateSettings);
         let inner = &policy.inner;
-        let state = StoreState::new(inner.label.clone(), inner.options.memory_limit);
+        let state = StoreState::new(
+            inner.label.clone(),
+            policy.settings.clone(),
+            inner.options.memory_limit,
+        );
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|state| &mut state.memory);
         store.epoch_deadline_callback(|mut store| Ok(store.data_mut().clock.check()));
-        store.data_mut().clock = ticker::CallClock::start(policy.timeout_for(export));
+        let budget = policy.timeout_for(export);
+        store.data_mut().clock = if single_decision {
+            ticker::CallClock::start_anchored(budget)
+        } else {
+            ticker::CallClock::start(budget)
+        };
         store.set_epoch_deadline(ticker::CallClock::FIRST_DEADLINE);
         match inner.pre.instantiate(&mut store) {
             Ok(bindings) => Ok(PolicyInstance {
@@ -41,6 +54,7 @@ impl PolicyInstance {
                 store,
                 bindings,
                 trapped: false,
+                single_decision,
             }),
             Err(error) => {
                 let classified = classify(&store, export, policy.timeout_for(export), error);
@@ -115,9 +129,13 @@ impl PolicyInstance {
             });
         }
         let timeout = self.policy.timeout_for(export);
-        self.store.data_mut().clock = ticker::CallClock::start(timeout);
-        self.store
-            .set_epoch_deadline(ticker::CallClock::FIRST_DEADLINE);
+        // A one-decision instance keeps the clock it started with: instantiation and call
+        // share the deadline, and the CPU clock is read once.
+        if !self.single_decision {
+            self.store.data_mut().clock = ticker::CallClock::start(timeout);
+            self.store
+                .set_epoch_deadline(ticker::CallClock::FIRST_DEADLINE);
+        }
         f(&self.bindings, &mut self.store).map_err(|error| {
             self.trapped = true;
             classify(&self.store, export, timeout, error)

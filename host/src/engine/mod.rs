@@ -9,6 +9,7 @@ mod cache;
 mod error;
 mod instance;
 mod options;
+mod retry;
 mod store;
 mod ticker;
 mod world;
@@ -28,6 +29,7 @@ pub use bindings::{
 pub use error::{Export, LoadError, PolicyError};
 pub use instance::PolicyInstance;
 pub use options::PolicyOptions;
+pub use retry::RetryObserver;
 pub use world::WORLD;
 
 use bindings::PolicyPre;
@@ -54,6 +56,8 @@ pub struct LoadReport {
 #[derive(Clone)]
 pub struct Policy {
     inner: Arc<Inner>,
+    /// What the guest's `settings` import returns; `{}` until [`Policy::with_settings`].
+    settings: Arc<str>,
 }
 
 struct Inner {
@@ -143,7 +147,22 @@ impl Policy {
                 },
                 _ticker: ticker,
             }),
+            settings: Arc::from("{}"),
         })
+    }
+
+    /// The same policy, answering the guest's `settings` import with `settings` (the text
+    /// `validate-settings` accepted). Cheap: the compiled policy is shared.
+    pub fn with_settings(&self, settings: &str) -> Policy {
+        Policy {
+            inner: self.inner.clone(),
+            settings: Arc::from(settings),
+        }
+    }
+
+    /// The settings the guest's `settings` import returns.
+    pub fn settings(&self) -> &str {
+        &self.settings
     }
 
     /// `sha256:<hex>` of the component bytes.
@@ -170,16 +189,18 @@ impl Policy {
         PolicyInstance::new(self, None)
     }
 
+    /// During the call, the `settings` import returns the settings being validated.
     pub fn validate_settings(&self, settings: &str) -> Result<(), PolicyError> {
-        PolicyInstance::new(self, Some(Export::ValidateSettings))?.validate_settings(settings)
+        self.with_settings(settings)
+            .decide(Export::ValidateSettings, |i| i.validate_settings(settings))
     }
 
     pub fn should_rebuild(&self, input: &RebuildInput) -> Result<RebuildDecision, PolicyError> {
-        PolicyInstance::new(self, Some(Export::ShouldRebuild))?.should_rebuild(input)
+        self.decide(Export::ShouldRebuild, |i| i.should_rebuild(input))
     }
 
     pub fn render_swf(&self, swf: &str, context: &RenderContext) -> Result<String, PolicyError> {
-        PolicyInstance::new(self, Some(Export::RenderSwf))?.render_swf(swf, context)
+        self.decide(Export::RenderSwf, |i| i.render_swf(swf, context))
     }
 
     pub fn exit_eligibility(
@@ -187,7 +208,21 @@ impl Policy {
         event: &WorkflowEvent,
         tombstone: Option<&Tombstone>,
     ) -> Result<Eligibility, PolicyError> {
-        PolicyInstance::new(self, Some(Export::ExitEligibility))?.exit_eligibility(event, tombstone)
+        self.decide(Export::ExitEligibility, |i| {
+            i.exit_eligibility(event, tombstone)
+        })
+    }
+
+    /// One call of `export` in a fresh instance; a timeout is tried once more in another.
+    fn decide<R>(
+        &self,
+        export: Export,
+        call: impl Fn(&mut PolicyInstance) -> Result<R, PolicyError>,
+    ) -> Result<R, PolicyError> {
+        let observer = self.inner.options.retry_observer.as_ref();
+        retry::retry_timeout_once(export, observer, || {
+            call(&mut PolicyInstance::new(self, Some(export))?)
+        })
     }
 
     fn timeout_for(&self, export: Export) -> Duration {

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::RetryObserver;
+
 #[derive(Clone, Debug)]
 pub struct PolicyOptions {
     /// Deadline for `render-swf`.
@@ -23,6 +25,8 @@ pub struct PolicyOptions {
     pub cache_dir: Option<PathBuf>,
     /// The policy's expected digest, `sha256:<hex>`; loading fails on any other file.
     pub pinned_sha256: Option<String>,
+    /// Told of each decision tried again after missing its deadline.
+    pub retry_observer: Option<RetryObserver>,
 }
 
 impl Default for PolicyOptions {
@@ -37,6 +41,7 @@ impl Default for PolicyOptions {
             max_concurrent_calls: 64,
             cache_dir: None,
             pinned_sha256: None,
+            retry_observer: None,
         }
     }
 }

@@ -22,13 +22,15 @@ pub(crate) struct StoreState {
     stderr: MemoryOutputPipe,
     log_budget: usize,
     policy: Arc<str>,
+    /// What the `settings` import returns.
+    settings: Arc<str>,
     /// The running call's time budget.
     pub(crate) clock: CallClock,
 }
 
 impl StoreState {
     /// No files, no env, no args, no network; stdio goes to bounded in-memory pipes.
-    pub(crate) fn new(policy: Arc<str>, memory_limit: usize) -> Self {
+    pub(crate) fn new(policy: Arc<str>, settings: Arc<str>, memory_limit: usize) -> Self {
         let stdout = MemoryOutputPipe::new(GUEST_OUTPUT_BUDGET);
         let stderr = MemoryOutputPipe::new(GUEST_OUTPUT_BUDGET);
         let wasi = WasiCtx::builder()
@@ -49,6 +51,7 @@ impl StoreState {
             stderr,
             log_budget: GUEST_OUTPUT_BUDGET,
             policy,
+            settings,
             clock: CallClock::start(std::time::Duration::ZERO),
         }
     }
@@ -105,6 +108,10 @@ impl host::Host for StoreState {
             LogLevel::Warn => tracing::warn!(target: "pipewarden::policy", policy, "{message}"),
             LogLevel::Error => tracing::error!(target: "pipewarden::policy", policy, "{message}"),
         }
+    }
+
+    fn settings(&mut self) -> String {
+        self.settings.to_string()
     }
 }
 

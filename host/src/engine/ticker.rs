@@ -43,14 +43,16 @@ impl Drop for EpochTicker {
 const WALL_CAP_FACTOR: u32 = 10;
 
 /// One call's time budget, checked whenever an epoch deadline comes due. Reading a thread's
-/// CPU time is a system call, so a call reads it only once it has lasted a tick: the first
-/// deadline is one tick away, and there the CPU clock is anchored; time before the anchor counts
-/// in full. Guests cannot wait in a host call (see `engine::link`), so wall time before the
-/// anchor is spent computing or descheduled, never sleeping.
+/// CPU time is a system call, so a call on a kept instance reads it only once it has lasted a
+/// tick: the first deadline is one tick away, and there the CPU clock is anchored; time before
+/// the anchor counts in full. Guests cannot wait in a host call (see `engine::link`), so wall
+/// time before the anchor is spent computing or descheduled, never sleeping. A decision in a
+/// fresh instance anchors at once ([`CallClock::start_anchored`]): beside instantiating, the
+/// system call costs nothing, and then no time the thread spent descheduled counts against the
+/// policy.
 pub(crate) struct CallClock {
     wall_start: std::time::Instant,
-    /// This thread's CPU time and the wall time at the first deadline (a call runs on one
-    /// thread).
+    /// This thread's CPU time and the wall time at the anchor (a call runs on one thread).
     anchor: Option<(Duration, std::time::Instant)>,
     budget: Duration,
 }
@@ -59,10 +61,21 @@ impl CallClock {
     /// Epoch ticks until the first check.
     pub(crate) const FIRST_DEADLINE: u64 = 1;
 
+    /// A clock anchored at the first deadline.
     pub(crate) fn start(budget: Duration) -> Self {
         CallClock {
             wall_start: std::time::Instant::now(),
             anchor: None,
+            budget,
+        }
+    }
+
+    /// A clock anchored now: only CPU time counts, from the first instruction.
+    pub(crate) fn start_anchored(budget: Duration) -> Self {
+        let wall_start = std::time::Instant::now();
+        CallClock {
+            wall_start,
+            anchor: Some((thread_cpu_time(), wall_start)),
             budget,
         }
     }

@@ -6,9 +6,12 @@ use wasmtime::component::Component;
 use super::LoadError;
 
 /// The WIT package and world this host serves.
-pub const WORLD: &str = "pipewarden:policy/policy@0.1.0";
+pub const WORLD: &str = "pipewarden:policy/policy@0.1.1";
 const PACKAGE_PREFIX: &str = "pipewarden:policy/";
-const PACKAGE_VERSION: &str = "@0.1.0";
+const PACKAGE_VERSION: &str = "@0.1.1";
+/// Earlier versions whose components this host still runs: 0.1.1 only added an import, and
+/// wasmtime's linker matches 0.1.x names with each other.
+const COMPATIBLE_VERSIONS: [&str; 2] = ["@0.1.0", "@0.1.1"];
 const EXPORTS: [&str; 4] = [
     "validate-settings",
     "should-rebuild",
@@ -31,10 +34,9 @@ pub(crate) fn check(engine: &Engine, component: &Component) -> Result<(), LoadEr
         found,
     };
 
-    if let Some(other) = imports
-        .iter()
-        .find(|name| name.starts_with(PACKAGE_PREFIX) && !name.ends_with(PACKAGE_VERSION))
-    {
+    if let Some(other) = imports.iter().find(|name| {
+        name.starts_with(PACKAGE_PREFIX) && !COMPATIBLE_VERSIONS.iter().any(|v| name.ends_with(v))
+    }) {
         return Err(mismatch(format!(
             "it was built against {other}, this host serves version {}",
             PACKAGE_VERSION.trim_start_matches('@')

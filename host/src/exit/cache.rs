@@ -1,33 +1,36 @@
-//! The bounded, expiring map the exit gate keeps tombstones in: uid -> entry, in shards behind
-//! mutexes so that reading and raising one uid's entry is atomic. Compact on purpose: one
-//! hash-map slot and one expiry-queue slot per uid, about 110 bytes at a million entries
-//! (moka, tried first, took 340-370; see the exit_gate bench).
+//! The bounded, expiring map the exit gate keeps tombstones in: uid -> entry, on moka.
+//!
+//! moka bounds it (`max_entries`, least recently used first out) and drops entries once they
+//! have not been raised for the time to live. Whether an entry still *counts* is decided
+//! against the injected [`Clock`], never moka's own: tests and `eval` move that clock by hand,
+//! and an entry moka has not dropped yet is not trusted past its time either way.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::tombstone::{Clock, Entry, Phase, Sighting, UidKey, advance, is_live};
+use moka::ops::compute::Op;
+use moka::policy::EvictionPolicy;
+use moka::sync::Cache;
 
-const SHARDS: usize = 16;
+use super::tombstone::{Clock, Entry, Phase, ResourceVersion, Sighting, UidKey, advance, is_live};
 
-/// Bounded, expiring map of uid -> entry; expiry follows the injected clock. Cheap to clone.
+/// Bounded, expiring map of uid -> entry; liveness follows the injected clock. Cheap to clone.
 #[derive(Clone)]
 pub struct TombstoneCache {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    shards: Vec<Mutex<Shard>>,
+    entries: Cache<UidKey, Stored>,
     ttl: Duration,
-    per_shard: usize,
     clock: Arc<dyn Clock>,
 }
 
-/// An entry as stored: 24 bytes.
-#[derive(Clone, Copy)]
+/// An entry as stored: the resourceVersion (one word unless it needs more), the clock
+/// reading it was raised at, the phase and whether it is a tombstone proper.
+#[derive(Clone)]
 struct Stored {
-    resource_version: u64,
+    resource_version: ResourceVersion,
     raised_at_nanos: u64,
     phase: Phase,
     completed: bool,
@@ -55,50 +58,20 @@ impl From<Stored> for Entry {
     }
 }
 
-type Key = [u64; 2];
-
-#[derive(Default)]
-struct Shard {
-    entries: HashMap<Key, Stored>,
-    /// Keys in the order they were raised, oldest first, with the time they were queued at.
-    /// An entry raised again keeps its slot until the slot reaches the front.
-    expiry: VecDeque<(u64, Key)>,
-}
-
-impl Shard {
-    /// Drops entries expired at `now` and, while over `capacity`, the least recently raised.
-    fn sweep(&mut self, now: u64, ttl: u64, capacity: usize) {
-        while let Some(&(queued, key)) = self.expiry.front() {
-            if self.entries.len() <= capacity && now.saturating_sub(queued) < ttl {
-                break;
-            }
-            self.expiry.pop_front();
-            match self.entries.get(&key) {
-                Some(stored) if stored.raised_at_nanos > queued => {
-                    // Raised since it was queued: back in line, keeping the queue in order.
-                    let back = self.expiry.back().map_or(0, |(at, _)| *at);
-                    self.expiry
-                        .push_back((stored.raised_at_nanos.max(back), key));
-                }
-                Some(_) => {
-                    self.entries.remove(&key);
-                }
-                None => {}
-            }
-        }
-    }
-}
-
 impl TombstoneCache {
-    /// Holds entries for `ttl` after they were recorded or last raised, and about
-    /// `max_entries` at most (the least recently raised go first).
+    /// Holds entries for `ttl` after they were recorded or last raised, and `max_entries` at
+    /// most (the least recently used go first).
     pub fn new(ttl: Duration, max_entries: u64, clock: Arc<dyn Clock>) -> Self {
-        let max_entries = usize::try_from(max_entries).unwrap_or(usize::MAX);
+        let entries = Cache::builder()
+            .max_capacity(max_entries.max(1))
+            .eviction_policy(EvictionPolicy::lru())
+            // Frees memory on moka's clock; whether an entry counts is decided on ours.
+            .time_to_live(ttl.max(Duration::from_millis(1)))
+            .build();
         TombstoneCache {
             inner: Arc::new(Inner {
-                shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+                entries,
                 ttl,
-                per_shard: max_entries.div_ceil(SHARDS).max(1),
                 clock,
             }),
         }
@@ -110,70 +83,58 @@ impl TombstoneCache {
 
     /// The live entry for a uid, if any.
     pub fn get(&self, uid: &str) -> Option<Entry> {
-        let key = UidKey::new(uid).parts();
-        let (shard, now) = self.lock(key);
-        let entry = Entry::from(*shard.entries.get(&key)?);
-        is_live(&entry, now, self.inner.ttl).then_some(entry)
+        let stored = self.inner.entries.get(&UidKey::new(uid))?;
+        let entry = Entry::from(stored);
+        is_live(&entry, self.now(), self.inner.ttl).then_some(entry)
     }
 
     /// Applies a sighting atomically for its uid; returns the entry now held.
     pub fn observe(&self, uid: &str, sighting: &Sighting) -> Option<Entry> {
-        let key = UidKey::new(uid).parts();
-        let (mut shard, now) = self.lock(key);
-        let previous = shard
+        let ttl = self.inner.ttl;
+        let clock = &self.inner.clock;
+        let mut held = None;
+        self.inner
             .entries
-            .get(&key)
-            .map(|stored| Entry::from(*stored))
-            .filter(|entry| is_live(entry, now, self.inner.ttl));
-        let next = advance(previous, sighting, now);
-        if let Some(entry) = next
-            && next != previous
-        {
-            if shard.entries.insert(key, entry.into()).is_none() {
-                shard.expiry.push_back((nanos(now), key));
-            }
-            if shard.entries.len() > self.inner.per_shard {
-                shard.sweep(nanos(now), nanos(self.inner.ttl), self.inner.per_shard);
-            }
-        }
-        next
+            .entry(UidKey::new(uid))
+            .and_compute_with(|current| {
+                // Read under the entry's lock, so that raised_at never goes back.
+                let now = clock.now();
+                let previous = current
+                    .map(|stored| Entry::from(stored.into_value()))
+                    .filter(|entry| is_live(entry, now, ttl));
+                let next = advance(previous.clone(), sighting, now);
+                held = next.clone();
+                match next {
+                    Some(entry) if Some(&entry) != previous.as_ref() => Op::Put(entry.into()),
+                    _ => Op::Nop,
+                }
+            });
+        held
     }
 
-    /// Entries held, after dropping the expired ones.
+    /// Live entries held (walks them all: for tests and benchmarks).
     pub fn len(&self) -> u64 {
-        (0..SHARDS)
-            .map(|i| self.lock_shard(i).0.entries.len() as u64)
-            .sum()
+        let now = self.now();
+        self.inner
+            .entries
+            .iter()
+            .filter(|(_, stored)| is_live(&Entry::from(stored.clone()), now, self.inner.ttl))
+            .count() as u64
     }
 
-    /// Entries held, expired ones not yet dropped included; cheap, for the gauge.
+    /// Entries held, expired ones moka has not dropped yet included; cheap, for the gauge.
     pub fn approx_len(&self) -> u64 {
-        let shards = &self.inner.shards;
-        shards
-            .iter()
-            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).entries.len() as u64)
-            .sum()
+        self.inner.entries.entry_count()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// The shard of `key`, swept, and the time read under its lock (so that the shard's
-    /// expiry queue stays in time order).
-    fn lock(&self, key: Key) -> (MutexGuard<'_, Shard>, Duration) {
-        self.lock_shard((key[1] % SHARDS as u64) as usize)
-    }
-
-    fn lock_shard(&self, index: usize) -> (MutexGuard<'_, Shard>, Duration) {
-        // A panic elsewhere while holding the lock cannot leave a shard half-updated.
-        let mut shard = self.inner.shards[index]
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let now = self.inner.clock.now();
-        let ttl = nanos(self.inner.ttl);
-        shard.sweep(nanos(now), ttl, self.inner.per_shard);
-        (shard, now)
+    /// Lets moka finish its pending evictions now (it does so on its own as entries are
+    /// written); for tests and benchmarks that count entries.
+    pub fn settle(&self) {
+        self.inner.entries.run_pending_tasks();
     }
 }
 

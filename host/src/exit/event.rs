@@ -16,8 +16,13 @@ pub struct WorkflowFacts {
     pub resource_version: String,
     pub phase: Phase,
     pub phase_text: String,
+    /// Complete as Argo means it: phase Succeeded, Failed or Error, with a `finishedAt`. The
+    /// `workflows.argoproj.io/completed` label follows the phase; alone it is not completion.
     pub complete: bool,
+    pub started_at: Option<String>,
     pub finished_at: Option<String>,
+    /// `status.message`: why a workflow failed, when Argo says.
+    pub message: Option<String>,
 }
 
 impl WorkflowFacts {
@@ -26,34 +31,70 @@ impl WorkflowFacts {
         let text = |pointer: &str| workflow.pointer(pointer).and_then(Value::as_str);
         let phase_text = text("/status/phase").unwrap_or("").to_string();
         let phase = Phase::parse(&phase_text);
-        let labelled_complete = workflow
-            .pointer("/metadata/labels")
-            .and_then(|labels| labels.get(COMPLETED_LABEL))
-            .and_then(Value::as_str)
-            == Some("true");
+        let finished_at = text("/status/finishedAt")
+            .filter(|at| !at.is_empty())
+            .map(str::to_string);
         Some(WorkflowFacts {
             namespace: text("/metadata/namespace").unwrap_or("").to_string(),
             name: text("/metadata/name")?.to_string(),
             uid: text("/metadata/uid")?.to_string(),
             resource_version: text("/metadata/resourceVersion").unwrap_or("").to_string(),
             phase,
-            complete: phase.is_complete() || labelled_complete,
+            complete: phase.is_complete() && finished_at.is_some(),
             phase_text,
-            finished_at: text("/status/finishedAt").map(str::to_string),
+            started_at: text("/status/startedAt")
+                .filter(|at| !at.is_empty())
+                .map(str::to_string),
+            finished_at,
+            message: text("/status/message")
+                .filter(|m| !m.is_empty())
+                .map(str::to_string),
         })
     }
 
-    /// Identifies one completion: a retried workflow completes again with a new finishedAt.
+    /// Identifies one completion of a workflow: `<uid>/<startedAt>/<finishedAt>/<phase>`, the
+    /// times as Argo wrote them (no precision dropped). Stable across restarts and replicas: a
+    /// completed workflow's status times and phase do not change until `argo retry`, which
+    /// resets `startedAt` to the retry's time and clears `finishedAt`, so the next completion
+    /// has a key of its own even when it finishes within the same second as the last (Argo
+    /// writes both times to the second: two completions share a key only if a first run, its
+    /// retry and the re-run all fall within one second and end in the same phase).
+    /// resourceVersion and generation are not part of it: later writes to the same completion
+    /// (labels, this controller's own annotation, Argo's garbage collection) move them. The
+    /// phase is: a stale copy that Argo's lagging cache turned into `Error` in the second the
+    /// real run succeeded has a key of its own, never the real completion's.
     pub fn completion_key(&self) -> String {
-        let when = self.finished_at.as_deref().unwrap_or(&self.phase_text);
-        format!("{}/{when}", self.uid)
+        format!(
+            "{}/{}/{}/{}",
+            self.uid,
+            self.started_at.as_deref().unwrap_or("-"),
+            self.finished_at.as_deref().unwrap_or("-"),
+            self.phase_text
+        )
     }
 
+    /// The key versions before 0.1.1 of the exit gate wrote (`<uid>/<finishedAt>`): a mark
+    /// carrying it is read as this completion's, so an upgrade does not notify again.
+    pub fn legacy_completion_key(&self) -> String {
+        format!(
+            "{}/{}",
+            self.uid,
+            self.finished_at.as_deref().unwrap_or(&self.phase_text)
+        )
+    }
+
+    /// Whether `key` (read from a mark) names this completion.
+    pub fn is_completion_key(&self, key: &str) -> bool {
+        key == self.completion_key() || key == self.legacy_completion_key()
+    }
+
+    /// For the tombstone rules, a copy in a complete phase counts as completed even without a
+    /// `finishedAt`: nothing may act on an older copy of it.
     pub fn sighting(&self, kind: EventKind) -> Sighting<'_> {
         Sighting {
             resource_version: &self.resource_version,
             phase: self.phase,
-            complete: self.complete,
+            complete: self.phase.is_complete(),
             deleted: kind == EventKind::Deleted,
         }
     }
@@ -85,11 +126,16 @@ impl WorkflowFacts {
 
 /// Status fields left out of what the policy sees: Argo's per-node bookkeeping, which grows
 /// with the workflow and would dominate the cost of every decision.
-pub const STATUS_FIELDS_WITHHELD: [&str; 3] =
-    ["nodes", "storedTemplates", "storedWorkflowTemplateSpec"];
+pub const STATUS_FIELDS_WITHHELD: [&str; 2] = ["nodes", "storedTemplates"];
 
-/// The Workflow as JSON for the policy, without [`STATUS_FIELDS_WITHHELD`]; written straight
-/// from the object, without copying it.
+/// The status field holding the spec Argo merged from a `workflowTemplateRef`: the policy sees
+/// only its exit handler (`onExit`, `hooks.exit`), which decides whether a workflow that takes
+/// its spec from a template is notified; the rest of it can be as large as the template.
+pub const STORED_SPEC_FIELD: &str = "storedWorkflowTemplateSpec";
+
+/// The Workflow as JSON for the policy, without [`STATUS_FIELDS_WITHHELD`] and with
+/// [`STORED_SPEC_FIELD`] cut down to its exit handler; written straight from the object,
+/// without copying it.
 pub fn policy_view(workflow: &Value) -> String {
     serde_json::to_string(&Withholding {
         value: workflow,
@@ -115,6 +161,12 @@ impl serde::Serialize for Withholding<'_> {
             if self.status_level && STATUS_FIELDS_WITHHELD.contains(&key.as_str()) {
                 continue;
             }
+            if self.status_level && key == STORED_SPEC_FIELD {
+                if let Some(exit) = ExitHandlerOnly::of(value) {
+                    map.serialize_entry(key, &exit)?;
+                }
+                continue;
+            }
             if !self.status_level && key == "status" {
                 map.serialize_entry(
                     key,
@@ -126,6 +178,34 @@ impl serde::Serialize for Withholding<'_> {
             } else {
                 map.serialize_entry(key, value)?;
             }
+        }
+        map.end()
+    }
+}
+
+/// `onExit` and `hooks.exit` of a workflow spec; None when it has neither.
+struct ExitHandlerOnly<'a> {
+    on_exit: Option<&'a Value>,
+    exit_hook: Option<&'a Value>,
+}
+
+impl<'a> ExitHandlerOnly<'a> {
+    fn of(spec: &'a Value) -> Option<Self> {
+        let on_exit = spec.get("onExit");
+        let exit_hook = spec.get("hooks").and_then(|hooks| hooks.get("exit"));
+        (on_exit.is_some() || exit_hook.is_some()).then_some(ExitHandlerOnly { on_exit, exit_hook })
+    }
+}
+
+impl serde::Serialize for ExitHandlerOnly<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(on_exit) = self.on_exit {
+            map.serialize_entry("onExit", on_exit)?;
+        }
+        if let Some(exit) = self.exit_hook {
+            map.serialize_entry("hooks", &serde_json::json!({ "exit": exit }))?;
         }
         map.end()
     }

@@ -14,7 +14,9 @@ pub struct Assessment {
     /// The tombstone the policy was shown.
     pub tombstone: Option<Entry>,
     pub eligibility: Eligibility,
-    /// Exit processing may run: the policy said process and the workflow is complete.
+    /// Exit processing may run: the policy said process and the workflow is complete (phase
+    /// Succeeded, Failed or Error with a finishedAt), deleted or not: a DELETE event carries
+    /// the final object, and a completion nobody notified yet is notified from it.
     pub act: bool,
 }
 
@@ -68,14 +70,25 @@ pub fn assess_with(
     if matches!(eligibility, Eligibility::Process | Eligibility::Skip(_)) {
         tombstones.observe(&facts.uid, &facts.sighting(kind));
     }
-    let act =
-        matches!(eligibility, Eligibility::Process) && facts.complete && kind != EventKind::Deleted;
+    let act = matches!(eligibility, Eligibility::Process) && facts.complete;
     Ok(Assessment {
         facts,
         tombstone,
         eligibility,
         act,
     })
+}
+
+/// The policy's decision on a listed workflow (the live state, never a stale copy), without the
+/// tombstones: neither consulted (one at the same resourceVersion would reject it) nor raised.
+/// For a replica catching up on completions it saw while it could not act.
+pub fn assess_listed(policy: &Policy, workflow: &Value) -> Result<Eligibility, PolicyError> {
+    match WorkflowFacts::read(workflow) {
+        Some(facts) => policy.exit_eligibility(&facts.event(EventKind::Relisted, workflow), None),
+        None => Ok(Eligibility::Skip(
+            "workflow has no metadata.name or metadata.uid".into(),
+        )),
+    }
 }
 
 /// Label and reason of an eligibility, for tables, logs and metrics.

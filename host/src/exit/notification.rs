@@ -1,19 +1,26 @@
 //! Exit notifications, once per completion: the annotation that records them on the Workflow,
-//! the decision taken against a fresh read of it, and what is sent. No I/O.
+//! the decision taken against a fresh read of it, the CloudEvent that is sent and the
+//! Kubernetes Events that record it. No I/O.
 //!
 //! The annotation `pipewarden.io/exit-notification` holds `pending/<key>` from the moment a
-//! replica claims a completion until the notification was delivered, then `sent/<key>`. The
-//! key is the completion key (uid and finishedAt), so a retried workflow that completes again
-//! is notified again, and every delivery of one completion carries the same idempotency key.
+//! replica claims a completion until the notification was delivered, then `sent/<key>`;
+//! `failed/<key>` once the controller gave up on it, `skipped/<key>` for a completion first
+//! seen after the catch-up window. The label of the same name holds the state alone, so that
+//! pending claims can be listed cheaply. The key is the completion key (see
+//! [`WorkflowFacts::completion_key`]), so a retried workflow that completes again is notified
+//! again, and every delivery of one completion carries the same idempotency key.
 
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use super::event::WorkflowFacts;
 
 pub const NOTIFICATION_ANNOTATION: &str = "pipewarden.io/exit-notification";
+/// The label holding the mark's state alone (`pending`, `sent`, `failed`, `skipped`).
+pub const NOTIFICATION_LABEL: &str = "pipewarden.io/exit-notification";
 
 /// What the annotation records about one completion.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,6 +29,10 @@ pub enum Mark {
     Pending(String),
     /// Delivered.
     Sent(String),
+    /// Given up after the attempts ran out (or too old to try again): not retried.
+    Failed(String),
+    /// First seen after the catch-up window: reported, not notified.
+    Skipped(String),
 }
 
 impl Mark {
@@ -30,9 +41,12 @@ impl Mark {
         if key.is_empty() {
             return None;
         }
+        let key = key.to_string();
         match state {
-            "pending" => Some(Mark::Pending(key.to_string())),
-            "sent" => Some(Mark::Sent(key.to_string())),
+            "pending" => Some(Mark::Pending(key)),
+            "sent" => Some(Mark::Sent(key)),
+            "failed" => Some(Mark::Failed(key)),
+            "skipped" => Some(Mark::Skipped(key)),
             _ => None,
         }
     }
@@ -48,41 +62,52 @@ impl Mark {
 
     pub fn key(&self) -> &str {
         match self {
-            Mark::Pending(key) | Mark::Sent(key) => key,
+            Mark::Pending(key) | Mark::Sent(key) | Mark::Failed(key) | Mark::Skipped(key) => key,
+        }
+    }
+
+    pub fn state(&self) -> &'static str {
+        match self {
+            Mark::Pending(_) => "pending",
+            Mark::Sent(_) => "sent",
+            Mark::Failed(_) => "failed",
+            Mark::Skipped(_) => "skipped",
         }
     }
 
     pub fn annotation_value(&self) -> String {
-        match self {
-            Mark::Pending(key) => format!("pending/{key}"),
-            Mark::Sent(key) => format!("sent/{key}"),
-        }
+        format!("{}/{}", self.state(), self.key())
     }
 
-    /// A JSON merge patch setting this mark; the server refuses it (409) unless the object is
-    /// still at `resource_version`.
+    /// A JSON merge patch setting this mark (annotation and label); the server refuses it
+    /// (409) unless the object is still at `resource_version`.
     pub fn patch(&self, resource_version: &str) -> Value {
         json!({
             "metadata": {
                 "resourceVersion": resource_version,
                 "annotations": { NOTIFICATION_ANNOTATION: self.annotation_value() },
+                "labels": { NOTIFICATION_LABEL: self.state() },
             }
         })
     }
 }
 
-/// What to do about a completion, decided against a fresh read of the workflow.
+/// What to do about a completion, decided against a fresh read of the workflow (or, for a
+/// deleted workflow, against the final object its DELETE event carried).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Plan {
     /// Already delivered: nothing to do.
     AlreadySent,
-    /// Claimed earlier (by a replica that stopped, or a delivery that failed): deliver again
+    /// Given up earlier (`failed/<key>`) or reported as too old (`skipped/<key>`).
+    AlreadySettled(&'static str),
+    /// Claimed earlier (by a replica that stopped, or an attempt that failed): deliver again
     /// with the same key; receivers deduplicate.
     Resend,
     /// Not claimed yet: claim, deliver, mark sent.
     Claim,
-    /// Unclaimed and finished before the catch-up window: left alone, so that installing into
-    /// a cluster full of old workflows does not flood receivers.
+    /// Unclaimed and finished before the catch-up window: reported (mark, Event, metric), not
+    /// notified, so that installing into a cluster full of old workflows does not flood
+    /// receivers.
     TooOld,
     /// The live workflow does not show the completion the event showed.
     Unconfirmed(String),
@@ -93,6 +118,7 @@ impl Plan {
     pub fn label(&self) -> &'static str {
         match self {
             Plan::AlreadySent => "already-notified",
+            Plan::AlreadySettled(state) => state,
             Plan::Resend => "resend",
             Plan::Claim => "claim",
             Plan::TooOld => "skipped-old",
@@ -107,6 +133,18 @@ pub fn plan(seen: &WorkflowFacts, live: &Value, now: Timestamp, catch_up: Durati
     let Some(current) = WorkflowFacts::read(live) else {
         return Plan::Unconfirmed("the live workflow has no name or uid".into());
     };
+    plan_facts(seen, &current, Mark::read(live).as_ref(), now, catch_up)
+}
+
+/// [`plan`] on what was read from the live object: its facts and its mark. For a deleted
+/// workflow, the final object its DELETE event carried stands for the live one.
+pub fn plan_facts(
+    seen: &WorkflowFacts,
+    current: &WorkflowFacts,
+    mark: Option<&Mark>,
+    now: Timestamp,
+    catch_up: Duration,
+) -> Plan {
     if current.uid != seen.uid {
         return Plan::Unconfirmed(format!(
             "the workflow was re-created: uid {} is now {}",
@@ -115,23 +153,26 @@ pub fn plan(seen: &WorkflowFacts, live: &Value, now: Timestamp, catch_up: Durati
     }
     if !current.complete {
         return Plan::Unconfirmed(format!(
-            "the live workflow is not complete (phase {:?})",
-            current.phase_text
+            "the live workflow is not complete (phase {:?}, finishedAt {})",
+            current.phase_text,
+            current.finished_at.as_deref().unwrap_or("unset")
         ));
     }
     let key = seen.completion_key();
-    if current.phase != seen.phase || current.completion_key() != key {
+    if current.completion_key() != key {
         return Plan::Unconfirmed(format!(
-            "the live workflow shows another completion: {} ({}), not {key} ({})",
+            "the live workflow shows another completion: {}, not {key}",
             current.completion_key(),
-            current.phase_text,
-            seen.phase_text
         ));
     }
-    match Mark::read(live) {
-        Some(Mark::Sent(marked)) if marked == key => Plan::AlreadySent,
-        Some(Mark::Pending(marked)) if marked == key => Plan::Resend,
-        _ if finished_before(&current, now, catch_up) => Plan::TooOld,
+    match mark {
+        Some(mark) if current.is_completion_key(mark.key()) => match mark {
+            Mark::Sent(_) => Plan::AlreadySent,
+            Mark::Pending(_) => Plan::Resend,
+            Mark::Failed(_) => Plan::AlreadySettled("already-failed"),
+            Mark::Skipped(_) => Plan::AlreadySettled("already-skipped"),
+        },
+        _ if finished_before(current, now, catch_up) => Plan::TooOld,
         _ => Plan::Claim,
     }
 }
@@ -150,28 +191,122 @@ pub fn finished_before(facts: &WorkflowFacts, now: Timestamp, window: Duration) 
     age > i64::try_from(window.as_secs()).unwrap_or(i64::MAX)
 }
 
-/// The webhook body. `idempotencyKey` is the same for every delivery of one completion.
+/// The CloudEvents `type` of an exit notification.
+pub const CLOUDEVENT_TYPE: &str = "io.pipewarden.workflow.completed.v1";
+
+/// One exit notification as it is POSTed: a CloudEvent 1.0 in HTTP binary mode (the context
+/// attributes as `ce-*` headers, the data as the JSON body), plus `Idempotency-Key`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notification {
+    pub key: String,
+    /// Header names in lower case, values already encoded for HTTP.
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Value,
+}
+
+/// The notification for the completion `live`, from the CloudEvents `source`.
+pub fn notification(live: &WorkflowFacts, source: &str) -> Notification {
+    let key = live.completion_key();
+    let mut headers = vec![
+        ("ce-specversion", "1.0".to_string()),
+        ("ce-id", header_value(&key)),
+        ("ce-type", CLOUDEVENT_TYPE.to_string()),
+        ("ce-source", header_value(source)),
+        (
+            "ce-subject",
+            header_value(&format!("{}/{}", live.namespace, live.name)),
+        ),
+    ];
+    if let Some(finished) = &live.finished_at {
+        headers.push(("ce-time", header_value(finished)));
+    }
+    headers.push(("content-type", "application/json".to_string()));
+    headers.push(("idempotency-key", header_value(&key)));
+    Notification {
+        body: payload(live),
+        key,
+        headers,
+    }
+}
+
+/// The CloudEvent's data. `idempotencyKey` is the same for every delivery of one completion.
 pub fn payload(live: &WorkflowFacts) -> Value {
     json!({
         "namespace": live.namespace,
         "name": live.name,
         "uid": live.uid,
         "phase": live.phase_text,
+        "startedAt": live.started_at,
         "finishedAt": live.finished_at,
+        "message": live.message,
         "resourceVersion": live.resource_version,
         "idempotencyKey": live.completion_key(),
     })
 }
 
-/// The note of the Kubernetes Event recorded on the Workflow.
+/// A header value as the CloudEvents HTTP binding writes one: printable ASCII as it is,
+/// space, `"`, `%` and everything else percent-encoded as UTF-8.
+pub fn header_value(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if (0x21..=0x7e).contains(&byte) && byte != b'"' && byte != b'%' {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Kubernetes Event reasons the exit gate records on a Workflow.
+pub mod reasons {
+    /// One per completion, recorded before the webhook is called (the notification itself
+    /// when there is no webhook).
+    pub const NOTIFIED: &str = "ExitNotification";
+    /// The attempts ran out, or the claim was superseded: the completion was not notified.
+    pub const GAVE_UP: &str = "ExitNotificationFailed";
+    /// First seen after the catch-up window: not notified.
+    pub const SKIPPED: &str = "ExitNotificationSkipped";
+}
+
+/// The name of the Event recording `reason` for one completion: the same on every attempt,
+/// replica and restart, so that it is created once (a second create answers 409) and each
+/// completion has an Event of its own.
+pub fn event_name(workflow_name: &str, reason: &str, key: &str) -> String {
+    let digest = Sha256::digest(format!("{reason}\n{key}").as_bytes());
+    let mut prefix: String = workflow_name.chars().take(200).collect();
+    while prefix.ends_with(['.', '-']) {
+        prefix.pop();
+    }
+    format!("{prefix}.exit-{}", &hex::encode(digest)[..16])
+}
+
+/// The note of the Event recorded for a completion.
 pub fn event_note(live: &WorkflowFacts) -> String {
-    format!(
-        "Workflow {} {}; exit notification {}",
+    let mut note = format!(
+        "Workflow {} at {} (started {}); exit notification {}",
         live.phase_text,
-        live.finished_at
-            .as_deref()
-            .map(|at| format!("at {at}"))
-            .unwrap_or_else(|| "(no finishedAt)".into()),
+        live.finished_at.as_deref().unwrap_or("-"),
+        live.started_at.as_deref().unwrap_or("-"),
         live.completion_key()
-    )
+    );
+    if let Some(message) = &live.message {
+        note.push_str(": ");
+        note.push_str(message);
+    }
+    truncate_note(note)
+}
+
+/// An Event note fits in 1 KiB.
+pub fn truncate_note(mut note: String) -> String {
+    const MAX: usize = 1000;
+    if note.len() > MAX {
+        let mut cut = MAX - 3;
+        while !note.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        note.truncate(cut);
+        note.push_str("...");
+    }
+    note
 }

@@ -2,6 +2,8 @@
 //! workflow had completed by then. Pure functions over an explicit clock; the bounded
 //! in-memory cache the controller keeps them in is in `cache`.
 
+use std::cmp::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use super::cache::TombstoneCache;
@@ -49,10 +51,53 @@ impl Phase {
     }
 }
 
+/// A resourceVersion in canonical decimal form (digits, no sign, no leading zero, not "0"),
+/// ordered as the integer it writes, of any length: etcd revisions fit in 64 bits, so those
+/// are kept as one word, and longer ones as their digits.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ResourceVersion {
+    Word(u64),
+    /// More than 64 bits: always greater than any [`ResourceVersion::Word`].
+    Wide(Arc<str>),
+}
+
+impl Ord for ResourceVersion {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (Self::Word(a), Self::Word(b)) => a.cmp(b),
+            (Self::Word(_), Self::Wide(_)) => Ordering::Less,
+            (Self::Wide(_), Self::Word(_)) => Ordering::Greater,
+            // Without leading zeros, a longer number is a larger one.
+            (Self::Wide(a), Self::Wide(b)) => a.len().cmp(&b.len()).then_with(|| a.cmp(b)),
+        }
+    }
+}
+
+impl PartialOrd for ResourceVersion {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq<u64> for ResourceVersion {
+    fn eq(&self, other: &u64) -> bool {
+        matches!(self, Self::Word(word) if word == other)
+    }
+}
+
+impl std::fmt::Display for ResourceVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Word(word) => write!(f, "{word}"),
+            Self::Wide(digits) => f.write_str(digits),
+        }
+    }
+}
+
 /// What the host remembers about one uid. Small on purpose: one per recent workflow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
-    pub resource_version: u64,
+    pub resource_version: ResourceVersion,
     pub phase: Phase,
     /// Seen completed (or deleted) at `resource_version`: a tombstone proper.
     pub completed: bool,
@@ -65,17 +110,21 @@ pub struct Entry {
 pub struct Sighting<'a> {
     pub resource_version: &'a str,
     pub phase: Phase,
-    /// Complete by phase or by the `workflows.argoproj.io/completed=true` label.
+    /// In a complete phase (Succeeded, Failed, Error).
     pub complete: bool,
     pub deleted: bool,
 }
 
-/// Kubernetes resourceVersions compare as decimal integers: no sign, no leading zeros, not 0.
-pub fn parse_resource_version(rv: &str) -> Option<u64> {
+/// Kubernetes resourceVersions compare as decimal integers of any length: no sign, no leading
+/// zeros, not 0. Anything else is `None`, and the rules fail open on it.
+pub fn parse_resource_version(rv: &str) -> Option<ResourceVersion> {
     if rv.is_empty() || rv.starts_with('0') || !rv.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    rv.parse().ok()
+    Some(match rv.parse::<u64>() {
+        Ok(word) => ResourceVersion::Word(word),
+        Err(_) => ResourceVersion::Wide(Arc::from(rv)),
+    })
 }
 
 /// The entry after a sighting. The resourceVersion never goes down; an unparseable one

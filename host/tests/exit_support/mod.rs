@@ -76,14 +76,15 @@ pub fn to_guest(
     (event, tombstone)
 }
 
-/// The policy's rules (kfp-core, the default policy's logic) compiled natively.
+/// The policy's rules (kfp-core, the default policy's logic) compiled natively; the settings
+/// are what `pipewarden_guest::settings::set_native` set on this thread (`{}` by default).
 pub fn native(
     event: &WorkflowEvent,
     tombstone: Option<&Tombstone>,
 ) -> Result<Eligibility, PolicyError> {
     let (event, tombstone) = to_guest(event, tombstone);
     Ok(
-        match kfp_core::exit_eligibility(&event, tombstone.as_ref()) {
+        match kfp_core::exit_eligibility_with_host_settings(&event, tombstone.as_ref()) {
             guest::Eligibility::Process => Eligibility::Process,
             guest::Eligibility::Skip(reason) => Eligibility::Skip(reason),
             guest::Eligibility::RejectStale(reason) => Eligibility::RejectStale(reason),

@@ -1,10 +1,11 @@
 //! should-rebuild: the operator's rebuild policy applied to an SWF's stamps.
 
-use pipewarden_guest::canonical::settings_digest;
 use pipewarden_guest::swf::is_reference_only_json;
 use pipewarden_guest::{
     RebuildDecision, RebuildInput, RebuildPolicy, SETTINGS_HASH_ANNOTATION, Swf,
 };
+
+use crate::settings::render_settings_digest;
 
 /// Whether the SWF in `input` should be re-rendered now. Reasons are short sentences for the
 /// operator.
@@ -64,7 +65,7 @@ fn version_check(input: &RebuildInput) -> RebuildDecision {
     };
     let settings_changed = || {
         let stamped = live().as_ref()?.annotation(SETTINGS_HASH_ANNOTATION)?;
-        Some(stamped != settings_digest(&input.settings))
+        Some(stamped != render_settings_digest(&input.settings))
     };
     let Some(target) = input.target_version.as_deref().filter(|t| !t.is_empty()) else {
         return if drifted() == Some(true) {

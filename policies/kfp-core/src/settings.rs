@@ -1,6 +1,7 @@
-//! The settings JSON of the default KFP policy: what a render migrates SWFs to.
+//! The settings JSON of the default KFP policy: what a render migrates SWFs to, and which
+//! completed workflows get an exit notification.
 
-use pipewarden_guest::canonical::settings_digest;
+use pipewarden_guest::canonical::{digest, settings_digest};
 use serde::{Deserialize, Serialize};
 
 /// Everything a render needs besides the SWF. Unknown fields are rejected so a typo is an
@@ -14,11 +15,67 @@ pub struct Settings {
     /// `serviceAccountName`; when absent both are left as they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account: Option<String>,
-    /// Digest of the settings text this came from ([`settings_digest`]); renders stamp it so
-    /// `should-rebuild` sees a settings change. A policy whose settings extend these sets it
-    /// to the digest of its whole settings text.
+    /// Which completed workflows get an exit notification (`exit-eligibility`); renders do not
+    /// read it, and it is left out of [`source_digest`](Self::source_digest).
+    #[serde(default)]
+    pub notify: Notify,
+    /// Digest of the settings text this came from ([`render_settings_digest`]); renders stamp
+    /// it so `should-rebuild` sees a settings change. A policy whose settings extend these sets
+    /// it to the [`render_settings_digest`] of its whole settings text.
     #[serde(skip)]
     pub source_digest: String,
+}
+
+/// `notify`: which completed workflows get an exit notification.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Notify {
+    /// Workflows with an exit handler (`spec.onExit` or `spec.hooks.exit`, on the workflow or in
+    /// the spec Argo stored from its `workflowTemplateRef`): those whose `onExit` notifier an
+    /// Argo user replaces.
+    #[default]
+    ExitHandler,
+    /// Every completed workflow.
+    All,
+}
+
+impl Notify {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Notify::ExitHandler => "exit-handler",
+            Notify::All => "all",
+        }
+    }
+
+    /// `notify` from a settings text, reading nothing else: the cheap path `exit-eligibility`
+    /// takes (the settings were validated at load). Absent, or text that is not settings,
+    /// means the default.
+    pub fn from_settings(text: &str) -> Notify {
+        #[derive(Deserialize)]
+        struct OnlyNotify {
+            #[serde(default)]
+            notify: Notify,
+        }
+        if !text.contains("\"notify\"") {
+            return Notify::default();
+        }
+        serde_json::from_str::<OnlyNotify>(text)
+            .map(|only| only.notify)
+            .unwrap_or_default()
+    }
+}
+
+/// Digest of the settings as renders use them: [`settings_digest`] of the text without
+/// `notify`, which no render reads, so choosing whom to notify never rewrites an SWF. Settings
+/// without `notify` digest exactly as before it existed.
+pub fn render_settings_digest(text: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(mut fields)) => {
+            fields.remove("notify");
+            digest(&serde_json::Value::Object(fields))
+        }
+        _ => settings_digest(text),
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,13 +161,13 @@ impl Settings {
         settings
             .validate()
             .map_err(|e| format!("invalid settings: {e}"))?;
-        settings.source_digest = settings_digest(text);
+        settings.source_digest = render_settings_digest(text);
         Ok(settings)
     }
 
     /// Like [`parse`](Self::parse), from an already parsed value.
     pub fn from_value(value: serde_json::Value) -> Result<Self, String> {
-        let source_digest = pipewarden_guest::canonical::digest(&value);
+        let source_digest = render_settings_digest(&value.to_string());
         let mut settings: Self =
             serde_json::from_value(value).map_err(|e| format!("invalid settings: {e}"))?;
         settings

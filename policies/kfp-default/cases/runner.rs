@@ -12,11 +12,13 @@ pub trait PolicyUnderTest {
     fn should_rebuild(&mut self, input: &RebuildCase) -> (String, String);
     fn render(&mut self, swf: &str, target: Option<&str>, settings: &str)
     -> Result<String, String>;
-    /// Returns ("process" | "skip" | "reject-stale" | "requeue", reason).
+    /// Returns ("process" | "skip" | "reject-stale" | "requeue", reason). `settings` are the
+    /// settings in force, which the policy reads through the host's `settings` import.
     fn exit_eligibility(
         &mut self,
         event: &EventCase,
         tombstone: Option<&TombstoneCase>,
+        settings: &str,
     ) -> (String, String);
 }
 
@@ -288,12 +290,27 @@ impl Ctx<'_> {
         }
         let label_map: serde_json::Map<String, Value> =
             labels.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        let mut status = json!({"phase": text(&e["phase"])});
+        if matches!(text(&e["phase"]).as_str(), "Succeeded" | "Failed" | "Error") {
+            status["finishedAt"] = json!("2026-08-03T02:01:12Z");
+        }
+        // `spec` replaces the workflow's spec (which has an onExit handler unless replaced);
+        // `stored_spec` is what Argo stores from a workflowTemplateRef, with Argo's node
+        // bookkeeping beside it, as the host receives it.
+        if let Some(stored) = case.get("stored_spec") {
+            status["storedWorkflowTemplateSpec"] = stored.clone();
+            status["nodes"] = json!({"exit-demo": {"id": "exit-demo", "phase": text(&e["phase"])}});
+        }
+        let spec = case
+            .get("spec")
+            .cloned()
+            .unwrap_or_else(|| json!({"entrypoint": "main", "onExit": "exit-handler"}));
         let workflow = json!({
             "apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
             "metadata": {"name": "exit-demo", "namespace": "team-a", "uid": "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61",
                          "resourceVersion": text(&e["rv"]), "labels": label_map},
-            "spec": {"entrypoint": "main", "onExit": "exit-handler"},
-            "status": {"phase": text(&e["phase"])}
+            "spec": spec,
+            "status": status,
         });
         let event = EventCase {
             kind: text(&e["kind"]),
@@ -310,7 +327,19 @@ impl Ctx<'_> {
             phase: text(&t["phase"]),
             completed: t["completed"].as_bool() == Some(true),
         });
-        let (decision, reason) = self.policy.exit_eligibility(&event, tombstone.as_ref());
+        // `notify` is merged into the case file's settings.
+        let settings = match case.get("notify") {
+            Some(notify) => {
+                let mut settings: Value =
+                    serde_json::from_str(&self.settings).map_err(|e| e.to_string())?;
+                settings["notify"] = notify.clone();
+                settings.to_string()
+            }
+            None => self.settings.clone(),
+        };
+        let (decision, reason) =
+            self.policy
+                .exit_eligibility(&event, tombstone.as_ref(), &settings);
         expect_decision(case, &decision, &reason)
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Renders ScheduledWorkflows to the driver/launcher images and driver flags its settings name
 //! (see `settings/kfp-2.17.0.json` and the README), decides rebuilds from the version and
-//! render-hash stamps, and applies Argo 4.1's stale-copy rules to workflow events. The logic
+//! render-hash stamps, applies Argo 4.1's stale-copy rules to workflow events and notifies the
+//! completions its `notify` setting names (workflows with an exit handler, or all). The logic
 //! is in [`kfp_core`], where native callers (tests, benchmarks) should reach it; this crate
 //! only exports it as the component.
 
@@ -31,7 +32,7 @@ impl Policy for KfpDefault {
     }
 
     fn exit_eligibility(event: WorkflowEvent, tombstone: Option<Tombstone>) -> Eligibility {
-        kfp_core::exit_eligibility(&event, tombstone.as_ref())
+        kfp_core::exit_eligibility_with_host_settings(&event, tombstone.as_ref())
     }
 }
 

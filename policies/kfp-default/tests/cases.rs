@@ -55,7 +55,10 @@ impl PolicyUnderTest for Native {
         &mut self,
         event: &EventCase,
         tombstone: Option<&TombstoneCase>,
+        settings: &str,
     ) -> (String, String) {
+        // What the host's `settings` import answers inside a component.
+        pipewarden_guest::settings::set_native(settings);
         let kind = match event.kind.as_str() {
             "added" => EventKind::Added,
             "deleted" => EventKind::Deleted,

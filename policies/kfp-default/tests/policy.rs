@@ -144,9 +144,23 @@ fn exit_eligibility_rejects_a_stale_copy_and_passes_a_new_uid() {
         KfpDefault::exit_eligibility(fresh, None),
         Eligibility::Process
     );
-    let deleted = event("U1", "111", "Succeeded", EventKind::Deleted);
+    // Deleted after completing: eligible when it has an exit handler (the default `notify`).
+    let with_handler = WorkflowEvent {
+        workflow: r#"{"spec":{"onExit":"notify"}}"#.into(),
+        ..event("U1", "111", "Succeeded", EventKind::Deleted)
+    };
+    assert_eq!(
+        KfpDefault::exit_eligibility(with_handler, Some(completed.clone())),
+        Eligibility::Process
+    );
+    let without = event("U1", "111", "Succeeded", EventKind::Deleted);
     assert!(matches!(
-        KfpDefault::exit_eligibility(deleted, Some(completed)),
+        KfpDefault::exit_eligibility(without.clone(), Some(completed.clone())),
         Eligibility::Skip(_)
     ));
+    pipewarden_guest::settings::set_native(r#"{"notify":"all"}"#);
+    assert_eq!(
+        KfpDefault::exit_eligibility(without, Some(completed)),
+        Eligibility::Process
+    );
 }

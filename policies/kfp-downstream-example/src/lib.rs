@@ -65,7 +65,7 @@ impl DownstreamSettings {
             .collect::<Result<_, _>>()?;
         let mut base = Settings::from_value(value)?;
         // The launcher flags are settings too: a change to them must be seen as one.
-        base.source_digest = pipewarden_guest::canonical::settings_digest(text);
+        base.source_digest = kfp_core::render_settings_digest(text);
         Ok(Self {
             base,
             launcher_flags,
@@ -126,7 +126,7 @@ impl Policy for KfpDownstream {
     }
 
     fn exit_eligibility(event: WorkflowEvent, tombstone: Option<Tombstone>) -> Eligibility {
-        kfp_core::exit_eligibility(&event, tombstone.as_ref())
+        kfp_core::exit_eligibility_with_host_settings(&event, tombstone.as_ref())
     }
 }
 

@@ -4,7 +4,7 @@
 use anyhow::{Context as _, Result};
 use clap::Parser as _;
 use pipewarden::controller::exit_gate::{Handled, InjectedEvent};
-use pipewarden::controller::metrics::OutcomeLabel;
+use pipewarden::controller::metrics::{OutcomeLabel, StepLabel};
 use pipewarden::controller::{ControllerHandle, Hooks, RunArgs, start_with};
 use pipewarden::engine::EventKind;
 use pipewarden_tests::ControlPlane;
@@ -26,27 +26,42 @@ impl Controller {
         namespace: &str,
         flags: &[String],
     ) -> Result<Controller> {
+        Controller::start_with_client(control_plane.client()?, namespace, flags).await
+    }
+
+    /// [`Controller::start`] talking to the API server through `client` (e.g. one with
+    /// faults injected).
+    pub async fn start_with_client(
+        client: kube::Client,
+        namespace: &str,
+        flags: &[String],
+    ) -> Result<Controller> {
         #[derive(clap::Parser)]
         struct Cli {
             #[command(flatten)]
             run: RunArgs,
         }
         init_logs();
+        // The default policy's shipped settings, unless the test gives its own.
+        let settings = flags
+            .iter()
+            .all(|flag| !flag.starts_with("--settings="))
+            .then(|| format!("--settings={}", repo_path(DEFAULT_SETTINGS).display()));
         let argv = [
             "pipewarden".to_string(),
             format!("--policy={}", default_policy().display()),
-            format!("--settings={}", repo_path(DEFAULT_SETTINGS).display()),
             "--http-addr=127.0.0.1:0".into(),
             format!("--namespaces={namespace}"),
         ]
         .into_iter()
+        .chain(settings)
         .chain(flags.iter().cloned());
         let args = Cli::try_parse_from(argv)?.run;
         let (inject, events) = mpsc::channel(1024);
         let hooks = Hooks {
             exit_events: Some(events),
         };
-        let handle = start_with(args, control_plane.client()?, hooks).await?;
+        let handle = start_with(args, client, hooks).await?;
         pipewarden_tests::wait::until("the controller to be ready", WAIT, || async {
             Ok(handle.ctx.readiness.waiting().is_empty().then_some(()))
         })
@@ -90,6 +105,36 @@ impl Controller {
         self.handle
             .metrics()
             .exit_notifications
+            .get_or_create(&label)
+            .get()
+    }
+
+    /// Failed attempts of the action path at `step` (`read`, `claim`, `event`, `deliver`,
+    /// `mark`).
+    pub fn attempt_failures(&self, step: &str) -> u64 {
+        let label = StepLabel {
+            step: step.to_owned(),
+        };
+        self.handle
+            .metrics()
+            .exit_attempt_failures
+            .get_or_create(&label)
+            .get()
+    }
+
+    /// Completions given up on.
+    pub fn gave_up(&self) -> u64 {
+        self.handle.metrics().exit_gave_up.get()
+    }
+
+    /// Webhook requests so far with this outcome (`ok`, `rejected`, `timeout`, `error`).
+    pub fn webhook_requests(&self, outcome: &str) -> u64 {
+        let label = OutcomeLabel {
+            outcome: outcome.to_owned(),
+        };
+        self.handle
+            .metrics()
+            .exit_webhook_requests
             .get_or_create(&label)
             .get()
     }

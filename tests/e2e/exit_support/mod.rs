@@ -6,10 +6,13 @@
 #![allow(dead_code)]
 
 mod controller;
+mod faults;
 mod receiver;
 mod workflows;
 
 pub use controller::*;
+#[allow(unused_imports)]
+pub use faults::*;
 pub use receiver::*;
 pub use workflows::*;
 

@@ -1,8 +1,11 @@
-//! A webhook receiver on loopback that records every delivery: its idempotency key and body.
+//! A webhook receiver on loopback that records every request: its idempotency key, CloudEvents
+//! headers, body and arrival time, and answers as the test's behaviour says: at once, with an
+//! error, slowly, or never.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use axum::Router;
@@ -12,20 +15,36 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use serde_json::Value;
 
-/// One accepted delivery.
+/// One request as the receiver saw it.
 #[derive(Clone, Debug)]
 pub struct Delivery {
     pub key: String,
+    /// `ce-subject`: namespace/name.
+    pub subject: String,
+    pub headers: BTreeMap<String, String>,
     pub body: Value,
+    pub at: Instant,
 }
 
-#[derive(Default)]
+/// How the receiver answers one request.
+#[derive(Clone, Copy, Debug)]
+pub enum Answer {
+    Status(u16),
+    /// The status, after a delay.
+    Slow(u16, Duration),
+    /// Never: the request is held open until the client gives up.
+    Hang,
+}
+
+/// Decides each request's answer from the request and how many came before it (any key).
+pub type Behaviour = dyn Fn(&Delivery, usize) -> Answer + Send + Sync;
+
 struct Inbox {
     requests: AtomicUsize,
-    /// Requests answered 503 before the receiver starts accepting.
-    refuse_first: usize,
-    /// The idempotency key of every request, refused ones included.
-    keys: Mutex<Vec<String>>,
+    behaviour: Box<Behaviour>,
+    /// Every request, refused ones included.
+    seen: Mutex<Vec<Delivery>>,
+    /// Requests answered 2xx (a slow 2xx counts, even if the client gave up waiting).
     accepted: Mutex<Vec<Delivery>>,
 }
 
@@ -36,16 +55,31 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    /// Listens on a free loopback port until the test's runtime ends.
+    /// Accepts everything at once. Listens on a free loopback port until the runtime ends.
     pub async fn start() -> Result<Receiver> {
-        Receiver::refusing_first(0).await
+        Receiver::with(|_, _| Answer::Status(200)).await
     }
 
     /// A receiver that answers its first `count` requests with 503 Service Unavailable.
     pub async fn refusing_first(count: usize) -> Result<Receiver> {
+        Receiver::with(move |_, n| {
+            if n < count {
+                Answer::Status(503)
+            } else {
+                Answer::Status(200)
+            }
+        })
+        .await
+    }
+
+    pub async fn with(
+        behaviour: impl Fn(&Delivery, usize) -> Answer + Send + Sync + 'static,
+    ) -> Result<Receiver> {
         let inbox = Arc::new(Inbox {
-            refuse_first: count,
-            ..Inbox::default()
+            requests: AtomicUsize::new(0),
+            behaviour: Box::new(behaviour),
+            seen: Mutex::default(),
+            accepted: Mutex::default(),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}/exit", listener.local_addr()?);
@@ -66,40 +100,67 @@ impl Receiver {
         self.inbox.requests.load(Ordering::SeqCst)
     }
 
+    /// Every request, in arrival order.
+    pub fn seen(&self) -> Vec<Delivery> {
+        self.inbox.seen.lock().expect("inbox").clone()
+    }
+
     /// The idempotency key of every request, in arrival order.
     pub fn request_keys(&self) -> Vec<String> {
-        self.inbox.keys.lock().expect("inbox").clone()
+        self.seen().into_iter().map(|d| d.key).collect()
+    }
+
+    /// Requests per idempotency key, refused ones included.
+    pub fn requests_per_key(&self) -> BTreeMap<String, usize> {
+        count(self.seen())
     }
 
     pub fn accepted(&self) -> Vec<Delivery> {
         self.inbox.accepted.lock().expect("inbox").clone()
     }
 
-    /// Accepted deliveries per idempotency key.
+    /// Accepted (2xx) deliveries per idempotency key.
     pub fn per_key(&self) -> BTreeMap<String, usize> {
-        let mut counts = BTreeMap::new();
-        for delivery in self.accepted() {
-            *counts.entry(delivery.key).or_default() += 1;
-        }
-        counts
+        count(self.accepted())
     }
 }
 
-async fn receive(State(inbox): State<Arc<Inbox>>, headers: HeaderMap, body: Bytes) -> StatusCode {
-    let key = headers
-        .get("idempotency-key")
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    inbox.keys.lock().expect("inbox").push(key.clone());
-    if inbox.requests.fetch_add(1, Ordering::SeqCst) < inbox.refuse_first {
-        return StatusCode::SERVICE_UNAVAILABLE;
+fn count(deliveries: Vec<Delivery>) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for delivery in deliveries {
+        *counts.entry(delivery.key).or_default() += 1;
     }
-    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    inbox
-        .accepted
-        .lock()
-        .expect("inbox")
-        .push(Delivery { key, body });
-    StatusCode::OK
+    counts
+}
+
+async fn receive(State(inbox): State<Arc<Inbox>>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    let headers: BTreeMap<String, String> = headers
+        .iter()
+        .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_string())))
+        .collect();
+    let delivery = Delivery {
+        key: headers.get("idempotency-key").cloned().unwrap_or_default(),
+        subject: headers.get("ce-subject").cloned().unwrap_or_default(),
+        headers,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        at: Instant::now(),
+    };
+    inbox.seen.lock().expect("inbox").push(delivery.clone());
+    let before = inbox.requests.fetch_add(1, Ordering::SeqCst);
+    let (status, delay) = match (inbox.behaviour)(&delivery, before) {
+        Answer::Status(status) => (status, None),
+        Answer::Slow(status, delay) => (status, Some(delay)),
+        Answer::Hang => {
+            std::future::pending::<()>().await;
+            unreachable!()
+        }
+    };
+    // Acted on before answering: a slow 2xx counts even if the client stopped waiting.
+    if (200..300).contains(&status) {
+        inbox.accepted.lock().expect("inbox").push(delivery);
+    }
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
+    }
+    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }

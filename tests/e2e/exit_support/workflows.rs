@@ -8,6 +8,7 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt as _};
+use pipewarden::exit::event::WorkflowFacts;
 use pipewarden::exit::notification::NOTIFICATION_ANNOTATION;
 use pipewarden_tests::resources::{WORKFLOW_NOTIFY_RUNNING, parse_object, workflow_resource};
 use serde_json::{Value, json};
@@ -79,12 +80,11 @@ pub fn stale_failure(old: &DynamicObject) -> Value {
     copy
 }
 
-/// The idempotency key of a completed workflow: uid and finishedAt.
+/// The idempotency key of a completed workflow, as the controller derives it.
 pub fn completion_key(workflow: &DynamicObject) -> Result<String> {
-    let finished = workflow.data["status"]["finishedAt"]
-        .as_str()
-        .context("no finishedAt")?;
-    Ok(format!("{}/{finished}", workflow.uid().context("no uid")?))
+    let facts = WorkflowFacts::read(&as_json(workflow)).context("no name or uid")?;
+    anyhow::ensure!(facts.complete, "not complete: {:?}", facts.phase_text);
+    Ok(facts.completion_key())
 }
 
 /// The exit gate's annotation on the live workflow.
@@ -111,10 +111,31 @@ pub async fn notification_events(
     client: &Client,
     namespace: &str,
 ) -> Result<BTreeMap<String, usize>> {
+    events_with_reason(client, namespace, "ExitNotification").await
+}
+
+/// The ExitNotification Event objects in `namespace`.
+pub async fn list_notification_events(client: &Client, namespace: &str) -> Result<Vec<Event>> {
+    let events: Api<Event> = Api::namespaced(client.clone(), namespace);
+    Ok(events
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|event| event.reason.as_deref() == Some("ExitNotification"))
+        .collect())
+}
+
+/// Events with `reason` in `namespace`, occurrences per workflow uid.
+pub async fn events_with_reason(
+    client: &Client,
+    namespace: &str,
+    reason: &str,
+) -> Result<BTreeMap<String, usize>> {
     let events: Api<Event> = Api::namespaced(client.clone(), namespace);
     let mut per_uid = BTreeMap::new();
     for event in events.list(&ListParams::default()).await? {
-        if event.reason.as_deref() != Some("ExitNotification") {
+        if event.reason.as_deref() != Some(reason) {
             continue;
         }
         // A repeated Event is recorded as a series on one object: count every occurrence.

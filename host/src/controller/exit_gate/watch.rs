@@ -3,14 +3,15 @@
 
 use futures::stream::{self, BoxStream, StreamExt as _};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
-use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher;
 use tokio::sync::mpsc;
 
 use super::InjectedEvent;
 use super::worker::Work;
 use crate::controller::context::Context;
+use crate::controller::watch_health::{WatchReporter, watched};
 use crate::engine::EventKind;
+use crate::exit::notification::NOTIFICATION_LABEL;
 
 pub(super) enum Input {
     Event(Work),
@@ -49,8 +50,8 @@ pub(super) fn inputs(
     let count = apis.len();
     // Events as delivered, not deduplicated: a stale copy must reach the gate to be rejected.
     let watches = apis.into_iter().enumerate().map(|(index, api)| {
-        watcher(api, watcher::Config::default())
-            .default_backoff()
+        let reporter = WatchReporter::new(ctx, "exit", api.namespace());
+        watched(api, watcher::Config::default(), reporter)
             .filter_map(move |event| std::future::ready(translate(index, event)))
             .boxed()
     });
@@ -104,6 +105,28 @@ pub(super) async fn list_all(ctx: &Context) -> Vec<Work> {
     work
 }
 
+/// Workflows in scope carrying a pending claim (by the mark's label), page by page.
+pub(super) async fn list_pending(ctx: &Context) -> kube::Result<Vec<serde_json::Value>> {
+    let selector = format!("{NOTIFICATION_LABEL}=pending");
+    let mut found = Vec::new();
+    for api in scopes(ctx) {
+        let mut params = ListParams::default().labels(&selector).limit(500);
+        loop {
+            let page = api.list(&params).await?;
+            for object in page.items {
+                if let Ok(workflow) = serde_json::to_value(object) {
+                    found.push(workflow);
+                }
+            }
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => break,
+            }
+        }
+    }
+    Ok(found)
+}
+
 fn translate(
     index: usize,
     event: Result<watcher::Event<DynamicObject>, watcher::Error>,
@@ -114,10 +137,8 @@ fn translate(
         Ok(watcher::Event::Delete(object)) => (EventKind::Deleted, object),
         Ok(watcher::Event::Init) => return None,
         Ok(watcher::Event::InitDone) => return Some(Input::Listed(index)),
-        Err(error) => {
-            tracing::warn!(%error, "workflow watch failed; retrying with backoff");
-            return None;
-        }
+        // Logged and told to readiness by the watch itself (`watch_health`).
+        Err(_) => return None,
     };
     match serde_json::to_value(object) {
         Ok(workflow) => Some(Input::Event(Work::Event {

@@ -1,24 +1,22 @@
-//! The exit-notification webhook: an HTTP POST of JSON with an `Idempotency-Key` header,
-//! retried with jittered backoff a bounded number of times. Built on the HTTP stack kube
-//! already brings (hyper 1, hyper-util's client, hyper-rustls with ring and native roots).
+//! The exit-notification webhook: one HTTP POST of a CloudEvent in binary mode (`ce-*` headers,
+//! the JSON data as the body, `Idempotency-Key`), bounded by a per-request timeout. Retrying is
+//! the action path's business (see `action`), so that a completion's attempts, not its
+//! requests, are what is bounded. Built on the HTTP stack kube already brings (hyper 1,
+//! hyper-util's client, hyper-rustls with ring and native roots).
+//!
+//! The headers are written by hand, per the CloudEvents 1.0 HTTP binding: the `cloudevents-sdk`
+//! crate would add chrono, snafu, uuid, delegate-attr and async-trait for six headers.
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::CONTENT_TYPE;
 use http_body_util::{BodyExt as _, Full};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use serde_json::Value;
 
-use crate::controller::metrics::Metrics;
-use crate::exit::retry::{jittered, retryable_status};
-
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-const BACKOFF_BASE: Duration = Duration::from_millis(200);
-const BACKOFF_CAP: Duration = Duration::from_secs(5);
+use crate::exit::notification::Notification;
 
 enum Transport {
     /// http:// needs no TLS roots (tests, in-cluster receivers behind a mesh).
@@ -29,11 +27,31 @@ enum Transport {
 pub struct Webhook {
     transport: Transport,
     url: http::Uri,
-    attempts: u32,
+}
+
+/// Why one POST did not deliver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PostError {
+    /// No complete answer within the timeout. The receiver may still have acted on it.
+    Timeout(Duration),
+    /// Refused, reset, or unreadable.
+    Transport(String),
+    /// A non-2xx answer.
+    Status(u16),
+}
+
+impl std::fmt::Display for PostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PostError::Timeout(after) => write!(f, "webhook timed out after {after:?}"),
+            PostError::Transport(error) => write!(f, "webhook request failed: {error}"),
+            PostError::Status(status) => write!(f, "webhook answered {status}"),
+        }
+    }
 }
 
 impl Webhook {
-    pub fn new(url: &str, attempts: u32) -> anyhow::Result<Webhook> {
+    pub fn new(url: &str) -> anyhow::Result<Webhook> {
         let url: http::Uri = url
             .parse()
             .map_err(|e| anyhow::anyhow!("--exit-webhook-url {url:?}: {e}"))?;
@@ -51,59 +69,43 @@ impl Webhook {
             }
             _ => anyhow::bail!("--exit-webhook-url must start with http:// or https://"),
         };
-        Ok(Webhook {
-            transport,
-            url,
-            attempts: attempts.max(1),
-        })
+        Ok(Webhook { transport, url })
     }
 
-    /// POSTs `body` until a 2xx answer, a non-retryable one, or the attempts run out.
-    pub async fn deliver(&self, metrics: &Metrics, body: &Value, key: &str) -> Result<(), String> {
-        let body = Bytes::from(body.to_string());
-        let mut last_error = String::new();
-        for attempt in 0..self.attempts {
-            if attempt > 0 {
-                tokio::time::sleep(jittered(attempt - 1, BACKOFF_BASE, BACKOFF_CAP)).await;
-            }
-            match self.post(body.clone(), key).await {
-                Ok(status) if status.is_success() => {
-                    Metrics::count(&metrics.exit_webhook_requests, "ok");
-                    return Ok(());
-                }
-                Ok(status) => {
-                    Metrics::count(&metrics.exit_webhook_requests, "rejected");
-                    last_error = format!("webhook answered {status}");
-                    if !retryable_status(status.as_u16()) {
-                        break;
-                    }
-                }
-                Err(error) => {
-                    Metrics::count(&metrics.exit_webhook_requests, "error");
-                    last_error = error;
-                }
-            }
+    /// POSTs `notification` once; a 2xx answer read to its end within `timeout` delivers it.
+    pub async fn post(
+        &self,
+        notification: &Notification,
+        timeout: Duration,
+    ) -> Result<(), PostError> {
+        let mut request = http::Request::post(self.url.clone());
+        for (name, value) in &notification.headers {
+            request = request.header(*name, value.as_str());
         }
-        Err(last_error)
-    }
-
-    async fn post(&self, body: Bytes, key: &str) -> Result<http::StatusCode, String> {
-        let request = http::Request::post(self.url.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header("idempotency-key", key)
-            .body(Full::new(body))
-            .map_err(|e| format!("cannot build the webhook request: {e}"))?;
-        let sent = match &self.transport {
-            Transport::Plain(client) => client.request(request),
-            Transport::Tls(client) => client.request(request),
+        let request = request
+            .body(Full::new(Bytes::from(notification.body.to_string())))
+            .map_err(|e| PostError::Transport(format!("cannot build the request: {e}")))?;
+        let exchange = async {
+            let sent = match &self.transport {
+                Transport::Plain(client) => client.request(request).await,
+                Transport::Tls(client) => client.request(request).await,
+            };
+            let response = sent.map_err(|e| PostError::Transport(e.to_string()))?;
+            let status = response.status();
+            // Read the answer to the end so the connection can be reused.
+            response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| PostError::Transport(format!("reading the answer: {e}")))?;
+            if status.is_success() {
+                Ok(())
+            } else {
+                Err(PostError::Status(status.as_u16()))
+            }
         };
-        let response = tokio::time::timeout(REQUEST_TIMEOUT, sent)
+        tokio::time::timeout(timeout, exchange)
             .await
-            .map_err(|_| format!("webhook timed out after {REQUEST_TIMEOUT:?}"))?
-            .map_err(|e| format!("webhook request failed: {e}"))?;
-        let status = response.status();
-        // Read the answer to the end so the connection can be reused.
-        let _ = tokio::time::timeout(REQUEST_TIMEOUT, response.into_body().collect()).await;
-        Ok(status)
+            .unwrap_or(Err(PostError::Timeout(timeout)))
     }
 }

@@ -1,23 +1,31 @@
-//! One shard of the exit loop: decide each event, then hand completions to `notify`.
+//! One shard of the exit loop: decide each event, then hand completions to the action path
+//! (`action`), which runs apart from the shard: a shard only decides, so one slow completion
+//! never holds up another workflow's events.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
-use super::{ExitArgs, Handled, Webhook, notify, watch};
+use super::action::{self, Limits, Origin};
+use super::delivery::Delivery;
+use super::events::EventWriter;
+use super::tracker::{Final, Tracker};
+use super::{Handled, watch};
 use crate::controller::context::Context;
 use crate::controller::metrics::Metrics;
 use crate::engine::{Eligibility, EventKind, Export};
 use crate::exit::event::WorkflowFacts;
 use crate::exit::gate::{self, Assessment, GateError, eligibility_parts};
+use crate::exit::notification::Mark;
 use crate::exit::retry::jittered;
 use crate::exit::tombstone::TombstoneCache;
 
 /// Re-reads of a requeued (or undecided) workflow before the loop waits for its next event.
 const MAX_REQUEUES: u32 = 5;
-/// Delivery passes for one claimed notification before it waits for a restart or an event.
-pub(super) const MAX_DELIVERY_PASSES: u32 = 5;
 
 pub(super) enum Work {
     Event {
@@ -34,10 +42,9 @@ pub(super) enum Work {
         uid: String,
         requeues: u32,
     },
-    /// Deliver a claimed notification again (after a failed pass).
-    Redeliver { seen: WorkflowFacts, pass: u32 },
     /// A workflow listed when this replica became the writer: notify its completion if no
-    /// replica did. Listed just now, so not a stale copy; `notify` reads it again anyway.
+    /// replica did and the policy wants it notified. Listed just now, so not a stale copy; the
+    /// action path reads it again anyway.
     CatchUp { workflow: Value },
 }
 
@@ -50,36 +57,48 @@ impl Work {
                 .and_then(Value::as_str)
                 .unwrap_or(""),
             Work::Recheck { uid, .. } => uid,
-            Work::Redeliver { seen, .. } => &seen.uid,
         }
     }
 }
 
-/// What every shard shares.
+pub(super) type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// What every shard and every completion shares.
 pub(super) struct Gate {
     pub ctx: Context,
     pub tombstones: TombstoneCache,
-    pub webhook: Option<Webhook>,
-    pub catch_up: Duration,
-    pub retry_delay: Duration,
+    pub tracker: Tracker,
+    pub delivery: Option<Delivery>,
+    pub events: EventWriter,
+    pub limits: Limits,
+    /// Requests to the API server in flight at once from the action paths.
+    api: Arc<Semaphore>,
     delayed: mpsc::Sender<(Duration, Work)>,
+    /// Completion tasks, run by the exit loop so that they stop with it.
+    tasks: mpsc::UnboundedSender<Task>,
 }
 
 impl Gate {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctx: Context,
         tombstones: TombstoneCache,
-        webhook: Option<Webhook>,
-        args: &ExitArgs,
+        tracker: Tracker,
+        delivery: Option<Delivery>,
+        limits: Limits,
         delayed: mpsc::Sender<(Duration, Work)>,
+        tasks: mpsc::UnboundedSender<Task>,
     ) -> Self {
         Gate {
+            api: Arc::new(Semaphore::new(ctx.concurrency)),
+            events: EventWriter::new(ctx.client.clone()),
             ctx,
             tombstones,
-            webhook,
-            catch_up: args.exit_catchup_window,
-            retry_delay: args.exit_retry_delay,
+            tracker,
+            delivery,
+            limits,
             delayed,
+            tasks,
         }
     }
 
@@ -91,9 +110,23 @@ impl Gate {
             Metrics::count(&self.ctx.metrics.exit_decisions, "delay-dropped");
         }
     }
+
+    /// Runs `task` beside the shards, as long as the exit loop runs.
+    pub fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let _ = self.tasks.send(Box::pin(task));
+    }
+
+    /// A place among the API requests the action paths may have in flight.
+    pub async fn api_permit(&self) -> OwnedSemaphorePermit {
+        self.api
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed")
+    }
 }
 
-pub(super) async fn run(gate: std::sync::Arc<Gate>, mut work: mpsc::Receiver<Work>) {
+pub(super) async fn run(gate: Arc<Gate>, mut work: mpsc::Receiver<Work>) {
     while let Some(item) = work.recv().await {
         match item {
             Work::Event {
@@ -102,10 +135,7 @@ pub(super) async fn run(gate: std::sync::Arc<Gate>, mut work: mpsc::Receiver<Wor
                 requeues,
                 handled,
             } => {
-                let outcome = on_event(&gate, kind, workflow, requeues).await;
-                if let Some(tell) = handled {
-                    let _ = tell.send(outcome);
-                }
+                on_event(&gate, kind, workflow, requeues, handled).await;
             }
             Work::Recheck {
                 namespace,
@@ -113,20 +143,32 @@ pub(super) async fn run(gate: std::sync::Arc<Gate>, mut work: mpsc::Receiver<Wor
                 uid,
                 requeues,
             } => recheck(&gate, &namespace, &name, &uid, requeues).await,
-            Work::Redeliver { seen, pass } => {
-                notify::process(&gate, &seen, None, pass).await;
-            }
-            Work::CatchUp { workflow } => {
-                if let Some(seen) = WorkflowFacts::read(&workflow).filter(|f| f.complete) {
-                    notify::process(&gate, &seen, Some(&workflow), 0).await;
-                }
-            }
+            Work::CatchUp { workflow } => catch_up(&gate, workflow).await,
         }
     }
 }
 
-async fn on_event(gate: &Gate, kind: EventKind, workflow: Value, requeues: u32) -> Handled {
+async fn on_event(
+    gate: &Arc<Gate>,
+    kind: EventKind,
+    workflow: Value,
+    requeues: u32,
+    handled: Option<oneshot::Sender<Handled>>,
+) {
     let identity = WorkflowFacts::read(&workflow);
+    // A DELETE hands the final object to its completion if one is under way, whatever the
+    // decision below: the action path's read will find the workflow gone.
+    if kind == EventKind::Deleted
+        && let Some(facts) = identity.as_ref().filter(|facts| facts.complete)
+    {
+        gate.tracker.attach_final(
+            &facts.completion_key(),
+            Final {
+                facts: facts.clone(),
+                mark: Mark::read(&workflow),
+            },
+        );
+    }
     let tombstones = gate.tombstones.clone();
     let decided = gate
         .ctx
@@ -147,15 +189,17 @@ async fn on_event(gate: &Gate, kind: EventKind, workflow: Value, requeues: u32) 
         Ok(Some(decided)) => decided,
         Ok(None) => {
             tracing::warn!("workflow event without metadata.name or metadata.uid; ignored");
-            return counted(metrics, "malformed");
+            return reply(handled, counted(metrics, "malformed"), None);
         }
         Err(error) => {
             tracing::warn!(%error, kind = error.kind(), "exit-eligibility failed; not acting");
             // Often transient (a deadline on a starved CPU): decide again on a fresh read.
-            if let Some(facts) = identity {
+            if let Some(facts) = identity
+                && kind != EventKind::Deleted
+            {
                 recheck_later(gate, &facts, requeues);
             }
-            return counted(metrics, "error");
+            return reply(handled, counted(metrics, "error"), None);
         }
     };
     let Assessment {
@@ -181,14 +225,119 @@ async fn on_event(gate: &Gate, kind: EventKind, workflow: Value, requeues: u32) 
         }
         _ => tracing::debug!(workflow = workflow_key, decision, reason, "decided"),
     }
-    let notification = if act {
-        Some(notify::process(gate, &facts, Some(&workflow), 0).await)
+    if !act {
+        return reply(handled, Handled::decided(decision), None);
+    }
+    let origin = if kind == EventKind::Deleted {
+        Origin::Deleted(Box::new(Final {
+            facts: facts.clone(),
+            mark: Mark::read(&workflow),
+        }))
     } else {
-        None
+        Origin::Seen
     };
-    Handled {
-        decision,
-        notification,
+    let (waiter, outcome) = match handled.is_some() {
+        true => {
+            let (tell, hear) = oneshot::channel();
+            (Some(tell), Some(hear))
+        }
+        false => (None, None),
+    };
+    let known = take(gate, facts, &workflow, origin, waiter).await;
+    match known {
+        Some(outcome) => reply(handled, Handled::notified(decision, outcome), None),
+        None => reply(handled, Handled::decided(decision), outcome),
+    }
+}
+
+/// Hands a completion the policy let through to the action path, unless the object already
+/// shows it settled (no read needed) or this replica may not write.
+async fn take(
+    gate: &Arc<Gate>,
+    facts: WorkflowFacts,
+    workflow: &Value,
+    origin: Origin,
+    waiter: Option<oneshot::Sender<&'static str>>,
+) -> Option<&'static str> {
+    let metrics = &gate.ctx.metrics;
+    if !gate.ctx.may_write() {
+        Metrics::count(&metrics.exit_notifications, "not-leader");
+        return Some("not-leader");
+    }
+    if let Some(mark) = Mark::read(workflow)
+        && facts.is_completion_key(mark.key())
+    {
+        let settled = match mark {
+            Mark::Sent(_) => Some("already-notified"),
+            Mark::Failed(_) => Some("already-failed"),
+            Mark::Skipped(_) => Some("already-skipped"),
+            Mark::Pending(_) => None,
+        };
+        if let Some(label) = settled {
+            Metrics::count(&metrics.exit_notifications, label);
+            return Some(label);
+        }
+    }
+    let known = action::submit(gate, facts, origin, waiter).await;
+    if let Some(label) = known {
+        Metrics::count(&metrics.exit_notifications, label);
+    }
+    known
+}
+
+/// Tells an injected event's sender how it was handled: at once, or once its completion's
+/// outcome is known.
+fn reply(
+    handled: Option<oneshot::Sender<Handled>>,
+    now: Handled,
+    later: Option<oneshot::Receiver<&'static str>>,
+) {
+    let Some(tell) = handled else {
+        return;
+    };
+    match later {
+        None => {
+            let _ = tell.send(now);
+        }
+        Some(outcome) => {
+            tokio::spawn(async move {
+                let notification = outcome.await.unwrap_or("stopped");
+                let _ = tell.send(Handled::notified(now.decision, notification));
+            });
+        }
+    }
+}
+
+/// A listed workflow: the policy decides without the tombstones (a listing is the live state,
+/// never a stale copy, and a tombstone at the same resourceVersion would reject it).
+async fn catch_up(gate: &Arc<Gate>, workflow: Value) {
+    let Some(facts) = WorkflowFacts::read(&workflow).filter(|facts| facts.complete) else {
+        return;
+    };
+    let decided = gate
+        .ctx
+        .policy
+        .call(Export::ExitEligibility, move |loaded| {
+            gate::assess_listed(&loaded.policy, &workflow)
+                .map(|eligibility| (eligibility, workflow))
+        })
+        .await;
+    match decided {
+        Ok((Eligibility::Process, workflow)) => {
+            take(gate, facts, &workflow, Origin::Seen, None).await;
+        }
+        Ok((eligibility, _)) => {
+            let (decision, reason) = eligibility_parts(&eligibility);
+            tracing::debug!(
+                workflow = facts.name,
+                decision,
+                reason,
+                "catch-up: not notified"
+            );
+        }
+        Err(error) => {
+            tracing::warn!(%error, workflow = facts.name, "exit-eligibility failed on catch-up");
+        }
     }
 }
 
@@ -214,20 +363,17 @@ fn recheck_later(gate: &Gate, facts: &WorkflowFacts, requeues: u32) {
 
 fn counted(metrics: &Metrics, decision: &'static str) -> Handled {
     Metrics::count(&metrics.exit_decisions, decision);
-    Handled {
-        decision,
-        notification: None,
-    }
+    Handled::decided(decision)
 }
 
 /// A requeued workflow, read again from the API server; gone or re-created means nothing to do
 /// (its own events follow).
-async fn recheck(gate: &Gate, namespace: &str, name: &str, uid: &str, requeues: u32) {
+async fn recheck(gate: &Arc<Gate>, namespace: &str, name: &str, uid: &str, requeues: u32) {
     match watch::workflows(&gate.ctx, namespace).get_opt(name).await {
         Ok(Some(live)) if live.metadata.uid.as_deref() == Some(uid) => {
             match serde_json::to_value(live) {
                 Ok(workflow) => {
-                    on_event(gate, EventKind::Relisted, workflow, requeues).await;
+                    on_event(gate, EventKind::Relisted, workflow, requeues, None).await;
                 }
                 Err(error) => tracing::warn!(%error, "cannot represent a workflow as JSON"),
             }

@@ -2,6 +2,7 @@
 //! change, on a periodic resync and when the target version changes; rebuild the ones whose
 //! render differs (see `crate::swf::plan`), writing spec and annotations only.
 
+mod event_limit;
 mod reconcile;
 mod report;
 pub mod target;
@@ -14,11 +15,12 @@ use std::time::Duration;
 use futures::{Stream, StreamExt as _};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::controller::{Config, Controller};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 use tokio::sync::{Semaphore, watch};
 
 use super::context::Context;
 use super::policy_handle::PolicyHandle;
+use super::watch_health::{WatchReporter, watched};
 use crate::cli::eval::humantime_secs;
 use crate::engine::RebuildPolicy;
 use crate::swf::{REBUILD_POLICY_ENV, parse_rebuild_policy};
@@ -72,6 +74,8 @@ pub(crate) struct SwfLoop {
     resync: Duration,
     /// Decisions in flight across all namespaces.
     permits: Semaphore,
+    /// Holds back repeated policy-failure Events about one SWF.
+    failure_events: std::sync::Mutex<event_limit::EventLimiter>,
 }
 
 /// Checks the arguments and marks the loop as not ready yet; the returned future runs it.
@@ -114,6 +118,9 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
         target: target_rx.clone(),
         resync: args.swf_resync,
         permits: Semaphore::new(ctx.concurrency),
+        failure_events: std::sync::Mutex::new(event_limit::EventLimiter::new(
+            event_limit::POLICY_FAILURE_EVENT_WINDOW,
+        )),
         ctx: ctx.clone(),
     });
     let apis: Vec<Api<DynamicObject>> = if ctx.namespaces.is_empty() {
@@ -127,13 +134,19 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
     let mut stores = Vec::new();
     let mut controllers = Vec::new();
     for api in apis {
-        // The default list+watch: a consistent list, then a watch from its resourceVersion.
-        let controller =
-            Controller::new_with(api, watcher::Config::default(), swf_loop.resource.clone())
-                .with_config(Config::default().concurrency(ctx.concurrency.min(512) as u16))
-                .reconcile_all_on(changes(target_rx.clone()))
-                .reconcile_all_on(policy_changes(ctx.policy.clone()))
-                .reconcile_all_on(became_writer(ctx.may_write.clone()));
+        // The default list+watch: a consistent list, then a watch from its resourceVersion;
+        // a failed watch lists again, reporting its health to readiness.
+        let reporter = WatchReporter::new(&ctx, READINESS, api.namespace());
+        let writer = reflector::store::Writer::new(swf_loop.resource.clone());
+        let reader = writer.as_reader();
+        let changed = watched(api, watcher::Config::default(), reporter)
+            .reflect(writer)
+            .applied_objects();
+        let controller = Controller::for_stream_with(changed, reader, swf_loop.resource.clone())
+            .with_config(Config::default().concurrency(ctx.concurrency.min(512) as u16))
+            .reconcile_all_on(changes(target_rx.clone()))
+            .reconcile_all_on(policy_changes(ctx.policy.clone()))
+            .reconcile_all_on(became_writer(ctx.may_write.clone()));
         stores.push(controller.store());
         controllers.push(
             controller
@@ -142,7 +155,10 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
                     reconcile::error_policy,
                     swf_loop.clone(),
                 )
-                .for_each(|result| async move { reconcile::log_failure(result) }),
+                .for_each(|result| {
+                    reconcile::log_failure(result, &ctx.api_server);
+                    std::future::ready(())
+                }),
         );
     }
     let synced = async {

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::SwfLoop;
 use super::report::{Decision, report};
+use crate::controller::api_error::{describe, describe_watch};
 use crate::controller::metrics::Metrics;
 use crate::engine::Export;
 use crate::swf::decide::RenderTarget;
@@ -123,7 +124,8 @@ pub async fn reconcile(swf: Arc<DynamicObject>, lp: Arc<SwfLoop>) -> Result<Acti
             }
             Err(error) => {
                 count_write(&lp, "error");
-                report(&lp, &swf, &policy, Decision::write_failed(&error)).await;
+                let decision = Decision::write_failed(&error, &lp.ctx.api_server);
+                report(&lp, &swf, &policy, decision).await;
                 return Err(error.into());
             }
         }
@@ -202,15 +204,24 @@ type RunResult =
     Result<(ObjectRef<DynamicObject>, Action), controller::Error<SwfError, watcher::Error>>;
 
 /// Logs what the controller's run stream reports as failed; successes were reported already.
-pub fn log_failure(result: RunResult) {
+/// `server` is the API server's URL, for connection errors.
+pub fn log_failure(result: RunResult, server: &str) {
     match result {
         Ok(_) => {}
         Err(controller::Error::ReconcilerFailed(error, object)) => {
-            tracing::warn!(object = %object, %error, "SWF reconcile failed; retrying later");
+            let error = match &error {
+                SwfError::Kube(e) => describe(e, server),
+                other => other.to_string(),
+            };
+            tracing::warn!(object = %object, error, "SWF reconcile failed; retrying later");
         }
         Err(controller::Error::ObjectNotFound(object)) => {
             tracing::debug!(object = %object, "SWF gone before its reconcile");
         }
-        Err(error) => tracing::warn!(%error, "SWF watch trouble; the watcher retries"),
+        // Logged, counted and told to readiness where the watch runs (`watch_health`).
+        Err(controller::Error::QueueError(error)) => {
+            tracing::debug!(error = describe_watch(&error, server), "SWF watch trouble");
+        }
+        Err(error) => tracing::warn!(%error, "SWF loop trouble"),
     }
 }

@@ -8,7 +8,8 @@ use kube::{ResourceExt as _, api::ObjectMeta};
 
 use super::SwfLoop;
 use super::reconcile::PolicyId;
-use crate::controller::metrics::{Metrics, PolicyErrorLabels};
+use crate::controller::api_error::describe;
+use crate::controller::metrics::{Metrics, PolicyErrorLabels, ReasonLabel};
 use crate::engine::Export;
 use crate::swf::diff::Change;
 use crate::swf::plan::{Report, WriteKind};
@@ -106,14 +107,10 @@ impl Decision {
         Decision::new("gone", "deleted meanwhile; never recreated".into())
     }
 
-    pub fn write_failed(error: &kube::Error) -> Self {
+    /// `server` is the API server's URL, named when it did not answer.
+    pub fn write_failed(error: &kube::Error, server: &str) -> Self {
         // The API server's own sentence (e.g. who is forbidden which verb), not a debug dump.
-        let why = match error {
-            kube::Error::Api(status) => {
-                format!("{} ({} {})", status.message, status.code, status.reason)
-            }
-            other => other.to_string(),
-        };
+        let why = describe(error, server);
         Decision::new("write-failed", format!("write refused: {why}"))
             .with_event(EventType::Warning, "WriteFailed")
     }
@@ -136,6 +133,13 @@ pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, decisi
     let Some((type_, reason)) = decision.event else {
         return;
     };
+    if decision.policy_error.is_some() && !failure_event_allowed(lp, swf, reason) {
+        let label = ReasonLabel {
+            reason: reason.to_owned(),
+        };
+        metrics.swf_events_held_back.get_or_create(&label).inc();
+        return;
+    }
     let event = Event {
         type_,
         reason: reason.to_owned(),
@@ -148,10 +152,21 @@ pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, decisi
         tracing::warn!(
             namespace = swf.namespace().unwrap_or_default(),
             name = swf.name_any(),
-            %error,
+            error = describe(&error, &lp.ctx.api_server),
             "cannot publish an Event"
         );
     }
+}
+
+/// Whether this policy-failure Event about `swf` may go out (one per SWF and reason per window).
+fn failure_event_allowed(lp: &SwfLoop, swf: &DynamicObject, reason: &str) -> bool {
+    let key = format!(
+        "{}/{} {reason}",
+        swf.namespace().unwrap_or_default(),
+        swf.name_any()
+    );
+    let mut limiter = lp.failure_events.lock().expect("event limiter lock");
+    limiter.allow(&key, std::time::Instant::now())
 }
 
 fn log(metadata: &ObjectMeta, policy: &PolicyId, decision: &Decision) {

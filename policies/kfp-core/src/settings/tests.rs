@@ -134,3 +134,49 @@ fn flag_spec_set_builds_a_plain_flag() {
     assert_eq!(flag.style, FlagStyle::Separate);
     assert!(flag.validate().is_ok());
 }
+
+#[test]
+fn notify_defaults_to_exit_handler_and_takes_all() {
+    assert_eq!(fixtures::settings().notify, Notify::ExitHandler);
+    assert_eq!(
+        with(|s| s["notify"] = json!("all")).unwrap().notify,
+        Notify::All
+    );
+    assert_eq!(
+        with(|s| s["notify"] = json!("exit-handler"))
+            .unwrap()
+            .notify,
+        Notify::ExitHandler
+    );
+    let error = error_of(|s| s["notify"] = json!("everyone"));
+    assert!(error.contains("everyone"), "{error}");
+}
+
+#[test]
+fn notify_is_read_alone_on_the_exit_path() {
+    assert_eq!(
+        Notify::from_settings(&fixtures::settings_text()),
+        Notify::ExitHandler
+    );
+    assert_eq!(Notify::from_settings(r#"{"notify":"all"}"#), Notify::All);
+    assert_eq!(Notify::from_settings("{}"), Notify::ExitHandler);
+    // A key named notify deeper down is not the setting.
+    assert_eq!(
+        Notify::from_settings(r#"{"driver":{"notify":"all"}}"#),
+        Notify::ExitHandler
+    );
+}
+
+#[test]
+fn notify_does_not_change_the_render_digest() {
+    let plain = fixtures::settings();
+    let all = with(|s| s["notify"] = json!("all")).unwrap();
+    assert_eq!(plain.source_digest, all.source_digest);
+    // Settings without notify digest as before the setting existed.
+    assert_eq!(
+        plain.source_digest,
+        pipewarden_guest::canonical::settings_digest(&fixtures::settings_text())
+    );
+    let other_image = with(|s| s["launcher"]["image"] = json!("l:2")).unwrap();
+    assert_ne!(plain.source_digest, other_image.source_digest);
+}

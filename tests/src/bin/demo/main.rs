@@ -2,8 +2,11 @@
 //! KFP and Argo leave them, then the controller with the default policy on them, then what it
 //! did, as tables.
 //!
-//! `--hold` keeps the control plane up (and prints its kubeconfig) until Ctrl-C.
+//! `--hold` keeps the control plane up (and prints its kubeconfig) until Ctrl-C. The
+//! controller's own log goes to a file (`--log=PATH`, by default `target/demo/pipewarden.log`),
+//! so it never lands between the tables; the demo prints where it is and what it holds.
 
+mod controller_log;
 mod report;
 mod run;
 mod seed;
@@ -11,7 +14,7 @@ mod table;
 
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use pipewarden_tests::ControlPlane;
 
 /// The running Argo workflow the demo completes, and the SWF it corrupts once rebuilt.
@@ -21,8 +24,10 @@ const SWF: (&str, &str) = ("kubeflow-user-team-a", "dailyechox7k2p");
 #[tokio::main]
 async fn main() -> Result<()> {
     let hold = std::env::args().skip(1).any(|arg| arg == "--hold");
-    // The tables say what happened; PIPEWARDEN_LOG=info shows every decision line as well.
-    pipewarden::logging::init_with_default("warn");
+    let log = controller_log::path(std::env::args().skip(1))?;
+    // Every decision line (PIPEWARDEN_LOG=debug: the up-to-date ones too), kept off the tables.
+    pipewarden::logging::init_to_file(&log, "info")
+        .with_context(|| format!("cannot write the controller log {}", log.display()))?;
 
     let started = Instant::now();
     let control_plane = ControlPlane::start().await?;
@@ -91,6 +96,7 @@ async fn main() -> Result<()> {
     report::counters(&running.handle);
     println!();
     phase("report", started, format!("{events} Events"));
+    println!("demo: controller log   {}", controller_log::summary(&log)?);
 
     if hold {
         println!("kubeconfig: {}", control_plane.kubeconfig().display());

@@ -1,0 +1,658 @@
+//! Exit processing for one completion, with its own budget of attempts.
+//!
+//! One attempt runs what is left of the action path: a fresh read that confirms the completion,
+//! the claim (`pending/<key>`, with a resourceVersion precondition), the `ExitNotification`
+//! Event, the webhook delivery, the `sent/<key>` mark. A step that fails ends the attempt; the
+//! next one comes after a capped, jittered backoff and redoes only what is not done yet (a
+//! delivered notification is never POSTed again by this replica). When the attempts run out
+//! the completion is given up: `failed/<key>`, an `ExitNotificationFailed` Event, a metric.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use serde_json::Value;
+
+use super::delivery::DeliveryError;
+use super::tracker::{Begin, Final};
+use super::watch::workflows;
+use super::webhook::PostError;
+use super::worker::Gate;
+use crate::controller::metrics::Metrics;
+use crate::exit::event::WorkflowFacts;
+use crate::exit::notification::{
+    Mark, Notification, Plan, event_note, finished_before, notification, plan_facts, reasons,
+};
+use crate::exit::retry::{jittered, retryable_status};
+
+/// Reads and writes per step within one attempt before it counts as failed: a workflow that
+/// keeps changing under us (409) is read again at once, not after a backoff.
+const CONFLICT_ATTEMPTS: u32 = 5;
+/// Attempts that find the workflow gone, with no DELETE event to say how it ended, before the
+/// completion is left alone.
+const GONE_ATTEMPTS: u32 = 3;
+
+/// How a completion was handled; the metric label of `pipewarden_exit_notifications`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Sent,
+    AlreadySent,
+    /// `already-failed` or `already-skipped`: settled by an earlier replica or run.
+    Settled(&'static str),
+    SkippedOld,
+    Unconfirmed,
+    Gone,
+    GaveUp,
+    Superseded,
+    NotLeader,
+}
+
+impl Outcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Sent => "sent",
+            Outcome::AlreadySent => "already-notified",
+            Outcome::Settled(label) => label,
+            Outcome::SkippedOld => "skipped-old",
+            Outcome::Unconfirmed => "unconfirmed",
+            Outcome::Gone => "gone",
+            Outcome::GaveUp => "gave-up",
+            Outcome::Superseded => "superseded",
+            Outcome::NotLeader => "not-leader",
+        }
+    }
+
+    /// Whether the completion is done with for good (remembered, never retried by this
+    /// replica). An unconfirmed copy, a workflow gone without a trace, or leadership lost
+    /// leave the completion to whoever sees it next.
+    fn settles(self) -> bool {
+        !matches!(
+            self,
+            Outcome::Unconfirmed | Outcome::Gone | Outcome::NotLeader
+        )
+    }
+}
+
+/// Where a completion came from.
+pub enum Origin {
+    /// A watch event, a listing, or the sweep: confirmed by a fresh read.
+    Seen,
+    /// A DELETE event: its final object stands for the live one.
+    Deleted(Box<Final>),
+}
+
+/// Takes the completion `seen` for processing, unless it is under way or settled. Returns the
+/// outcome known at once (`in-flight`, or the settled outcome); None once a task was started,
+/// whose outcome `waiter` hears.
+pub async fn submit(
+    gate: &Arc<Gate>,
+    seen: WorkflowFacts,
+    origin: Origin,
+    waiter: Option<tokio::sync::oneshot::Sender<&'static str>>,
+) -> Option<&'static str> {
+    let key = seen.completion_key();
+    match gate.tracker.begin(&key, waiter).await {
+        // Settled by this replica already: the metric counted that outcome once.
+        Begin::Settled(outcome) => Some(match outcome {
+            "sent" => "already-notified",
+            "gave-up" | "superseded" => "already-failed",
+            "skipped-old" => "already-skipped",
+            other => other,
+        }),
+        Begin::InFlight => {
+            if let Origin::Deleted(final_object) = origin {
+                gate.tracker.attach_final(&key, *final_object);
+            }
+            Some("in-flight")
+        }
+        Begin::New(slot) => {
+            let gate_for_task = gate.clone();
+            gate.spawn(async move {
+                let _slot = slot;
+                process(&gate_for_task, seen, origin).await;
+            });
+            None
+        }
+    }
+}
+
+/// What one completion's attempts have done so far.
+struct Run {
+    seen: WorkflowFacts,
+    key: String,
+    /// The completion as claimed (or found claimed, or as the final object showed it).
+    claimed: Option<Claimed>,
+    deleted: Option<Final>,
+    event_recorded: bool,
+    delivered: bool,
+    attempts: u32,
+    gone: u32,
+    /// Deliveries that timed out: later ones wait longer (up to 4x) for a slow receiver.
+    timeouts: u32,
+}
+
+struct Claimed {
+    facts: WorkflowFacts,
+    /// The resourceVersion the mark was last written or read at; none for a deleted workflow.
+    resource_version: Option<String>,
+    notification: Arc<Notification>,
+}
+
+/// Why an attempt ended early.
+struct Failure {
+    step: &'static str,
+    error: String,
+    /// Not worth asking again soon (a 4xx from the receiver): wait the longest delay.
+    slow_down: bool,
+}
+
+impl Failure {
+    fn new(step: &'static str, error: impl std::fmt::Display) -> Failure {
+        Failure {
+            step,
+            error: error.to_string(),
+            slow_down: false,
+        }
+    }
+}
+
+enum Ended {
+    Done(Outcome),
+    Failed(Failure),
+}
+
+async fn process(gate: &Arc<Gate>, seen: WorkflowFacts, origin: Origin) {
+    let metrics = &gate.ctx.metrics;
+    metrics.exit_in_flight.inc();
+    let started = Instant::now();
+    let key = seen.completion_key();
+    let mut run = Run {
+        key: key.clone(),
+        seen,
+        claimed: None,
+        deleted: match origin {
+            Origin::Deleted(final_object) => Some(*final_object),
+            Origin::Seen => None,
+        },
+        event_recorded: false,
+        delivered: false,
+        attempts: 0,
+        gone: 0,
+        timeouts: 0,
+    };
+    let outcome = loop {
+        if !gate.ctx.may_write() {
+            break Outcome::NotLeader;
+        }
+        run.attempts += 1;
+        let failure = match attempt(gate, &mut run).await {
+            Ended::Done(outcome) => break outcome,
+            Ended::Failed(failure) => failure,
+        };
+        metrics.step_failed(failure.step);
+        tracing::warn!(
+            key,
+            attempt = run.attempts,
+            of = gate.limits.attempts,
+            step = failure.step,
+            error = failure.error,
+            "exit notification attempt failed"
+        );
+        if run.gone >= GONE_ATTEMPTS {
+            tracing::warn!(
+                key,
+                "the workflow is gone and no DELETE event showed how it ended; not notifying"
+            );
+            break Outcome::Gone;
+        }
+        if run.attempts >= gate.limits.attempts {
+            if run.delivered {
+                // Delivered; only the mark is missing. The sweep writes it later.
+                tracing::warn!(key, "delivered, but cannot mark it sent; the sweep will");
+                break Outcome::Sent;
+            }
+            let reason = format!(
+                "not delivered after {} attempts; last: {} failed: {}",
+                run.attempts, failure.step, failure.error
+            );
+            break give_up(gate, &mut run, &reason).await;
+        }
+        let delay = if failure.slow_down {
+            gate.limits.retry_max_delay
+        } else {
+            jittered(
+                run.attempts - 1,
+                gate.limits.retry_delay,
+                gate.limits.retry_max_delay,
+            )
+        };
+        tokio::time::sleep(delay).await;
+    };
+    if outcome == Outcome::Sent {
+        metrics
+            .exit_notification_seconds
+            .observe(started.elapsed().as_secs_f64());
+    }
+    Metrics::count(&metrics.exit_notifications, outcome.label());
+    metrics.exit_in_flight.dec();
+    gate.tracker
+        .finish(&key, outcome.label(), outcome.settles());
+}
+
+async fn attempt(gate: &Gate, run: &mut Run) -> Ended {
+    if run.claimed.is_none() {
+        match confirm_and_claim(gate, run).await {
+            Ok(None) => {}
+            Ok(Some(outcome)) => return Ended::Done(outcome),
+            Err(failure) => return Ended::Failed(failure),
+        }
+    }
+    let Some(claimed) = &run.claimed else {
+        unreachable!("claimed above");
+    };
+    if !run.event_recorded {
+        let note = event_note(&claimed.facts);
+        if let Err(error) = gate
+            .events
+            .record(
+                &claimed.facts,
+                reasons::NOTIFIED,
+                claimed.facts.phase_text != "Succeeded",
+                note,
+            )
+            .await
+        {
+            return Ended::Failed(Failure::new("event", error));
+        }
+        run.event_recorded = true;
+    }
+    if let Some(delivery) = &gate.delivery
+        && !run.delivered
+    {
+        // A receiver that timed out goes to the slow lane, with a longer timeout; one that
+        // failed fast (an error status, a refused connection) stays in the fresh lane, so that
+        // it never waits behind receivers that hang.
+        let slow = run.timeouts > 0;
+        let timeout = gate.limits.webhook_timeout * 2u32.pow(run.timeouts.min(2));
+        match delivery
+            .deliver(claimed.notification.clone(), slow, timeout)
+            .await
+        {
+            Ok(()) => run.delivered = true,
+            Err(error) => {
+                if matches!(error, DeliveryError::Post(PostError::Timeout(_))) {
+                    run.timeouts += 1;
+                }
+                let slow_down = matches!(
+                    error,
+                    DeliveryError::Post(PostError::Status(status)) if !retryable_status(status)
+                );
+                return Ended::Failed(Failure {
+                    slow_down,
+                    ..Failure::new("deliver", error)
+                });
+            }
+        }
+    }
+    if run.deleted.is_none()
+        && let Err(failure) = mark_sent(gate, run).await
+    {
+        return Ended::Failed(failure);
+    }
+    Ended::Done(Outcome::Sent)
+}
+
+/// Confirms the completion against the live workflow (or the final object of a deleted one)
+/// and claims it. `Ok(None)`: claimed, go on; `Ok(Some)`: nothing (more) to do.
+async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>, Failure> {
+    if run.deleted.is_none() {
+        run.deleted = gate.tracker.final_object(&run.key);
+    }
+    if let Some(final_object) = run.deleted.clone() {
+        return from_final(gate, run, &final_object).await;
+    }
+    let api = workflows(&gate.ctx, &run.seen.namespace);
+    for _ in 0..CONFLICT_ATTEMPTS {
+        let live = {
+            let _permit = gate.api_permit().await;
+            read(&api, &run.seen.name).await
+        };
+        let live = match live {
+            Ok(Some(live)) => live,
+            Ok(None) => {
+                run.gone += 1;
+                return Err(Failure::new(
+                    "read",
+                    "the workflow is gone; waiting for its DELETE event",
+                ));
+            }
+            Err(error) => return Err(Failure::new("read", error)),
+        };
+        let Some(current) = WorkflowFacts::read(&live) else {
+            return Ok(Some(unconfirmed(
+                run,
+                "the live workflow has no name or uid",
+            )));
+        };
+        if current.uid != run.seen.uid {
+            run.gone += 1;
+            return Err(Failure::new(
+                "read",
+                format!(
+                    "the workflow was re-created (uid {}); waiting for the old one's DELETE event",
+                    current.uid
+                ),
+            ));
+        }
+        let mark = Mark::read(&live);
+        let plan = plan_facts(
+            &run.seen,
+            &current,
+            mark.as_ref(),
+            Timestamp::now(),
+            gate.limits.catch_up,
+        );
+        let resource_version = current.resource_version.clone();
+        match plan {
+            Plan::AlreadySent => return Ok(Some(Outcome::AlreadySent)),
+            Plan::AlreadySettled(label) => return Ok(Some(Outcome::Settled(label))),
+            Plan::Unconfirmed(reason) => return Ok(Some(unconfirmed(run, &reason))),
+            Plan::TooOld => {
+                // The Event first (a second create is a no-op), then the mark that settles it.
+                let outcome = report_too_old(gate, &current).await?;
+                let mark = Mark::Skipped(run.key.clone());
+                match write_mark(gate, &api, &run.seen.name, &mark, &resource_version).await {
+                    Ok(_) => return Ok(Some(outcome)),
+                    Err(kube::Error::Api(status)) if status.is_conflict() => continue,
+                    Err(error) => return Err(Failure::new("claim", error)),
+                }
+            }
+            Plan::Resend => {
+                if finished_before(&current, Timestamp::now(), gate.limits.give_up_after) {
+                    run.claimed = Some(claimed(gate, current, Some(resource_version)));
+                    let reason = format!(
+                        "claimed, but finished more than {:?} ago (--exit-give-up-after)",
+                        gate.limits.give_up_after
+                    );
+                    return Ok(Some(give_up(gate, run, &reason).await));
+                }
+                run.claimed = Some(claimed(gate, current, Some(resource_version)));
+                return Ok(None);
+            }
+            Plan::Claim => {
+                if !gate.ctx.may_write() {
+                    return Ok(Some(Outcome::NotLeader));
+                }
+                let mark = Mark::Pending(run.key.clone());
+                match write_mark(gate, &api, &run.seen.name, &mark, &resource_version).await {
+                    Ok(written) => {
+                        let rv = WorkflowFacts::read(&written)
+                            .map(|facts| facts.resource_version)
+                            .unwrap_or(resource_version);
+                        run.claimed = Some(claimed(gate, current, Some(rv)));
+                        return Ok(None);
+                    }
+                    Err(kube::Error::Api(status)) if status.is_conflict() => continue,
+                    Err(error) => return Err(Failure::new("claim", error)),
+                }
+            }
+        }
+    }
+    Err(Failure::new(
+        "claim",
+        "the workflow kept changing under the claim",
+    ))
+}
+
+/// A deleted workflow: its final object is the last word. Nothing can be marked on it; its
+/// mark says whether anyone delivered already.
+async fn from_final(
+    gate: &Gate,
+    run: &mut Run,
+    final_object: &Final,
+) -> Result<Option<Outcome>, Failure> {
+    let plan = plan_facts(
+        &run.seen,
+        &final_object.facts,
+        final_object.mark.as_ref(),
+        Timestamp::now(),
+        gate.limits.catch_up,
+    );
+    match plan {
+        Plan::AlreadySent => Ok(Some(Outcome::AlreadySent)),
+        Plan::AlreadySettled(label) => Ok(Some(Outcome::Settled(label))),
+        Plan::Unconfirmed(reason) => Ok(Some(unconfirmed(run, &reason))),
+        Plan::TooOld => report_too_old(gate, &final_object.facts).await.map(Some),
+        Plan::Resend | Plan::Claim => {
+            tracing::info!(
+                key = run.key,
+                "deleted before it was notified; notifying from its final object"
+            );
+            run.claimed = Some(claimed(gate, final_object.facts.clone(), None));
+            Ok(None)
+        }
+    }
+}
+
+fn claimed(gate: &Gate, facts: WorkflowFacts, resource_version: Option<String>) -> Claimed {
+    Claimed {
+        notification: Arc::new(notification(&facts, &gate.limits.event_source)),
+        facts,
+        resource_version,
+    }
+}
+
+fn unconfirmed(run: &Run, reason: &str) -> Outcome {
+    tracing::info!(
+        workflow = run.seen.name,
+        uid = run.seen.uid,
+        rv = run.seen.resource_version,
+        reason,
+        "completion not confirmed by the API server; not notifying"
+    );
+    Outcome::Unconfirmed
+}
+
+/// A completion first seen after the catch-up window: reported, not notified.
+async fn report_too_old(gate: &Gate, current: &WorkflowFacts) -> Result<Outcome, Failure> {
+    let note = format!(
+        "Workflow {} at {}, more than {:?} before it was first seen (--exit-catchup-window); \
+         not notified ({})",
+        current.phase_text,
+        current.finished_at.as_deref().unwrap_or("-"),
+        gate.limits.catch_up,
+        current.completion_key()
+    );
+    tracing::info!(key = current.completion_key(), "{note}");
+    gate.events
+        .record(current, reasons::SKIPPED, false, note)
+        .await
+        .map_err(|error| Failure::new("event", error))?;
+    Ok(Outcome::SkippedOld)
+}
+
+/// Marks the claimed completion sent, re-reading on conflict as long as the claim is ours.
+async fn mark_sent(gate: &Gate, run: &mut Run) -> Result<(), Failure> {
+    let Some(claimed) = &mut run.claimed else {
+        return Ok(());
+    };
+    let api = workflows(&gate.ctx, &claimed.facts.namespace);
+    let mark = Mark::Sent(run.key.clone());
+    for _ in 0..CONFLICT_ATTEMPTS {
+        let resource_version = claimed.resource_version.clone().unwrap_or_default();
+        match write_mark(gate, &api, &claimed.facts.name, &mark, &resource_version).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.is_conflict() => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+            Err(error) => return Err(Failure::new("mark", error)),
+        }
+        let fresh = {
+            let _permit = gate.api_permit().await;
+            read(&api, &claimed.facts.name).await
+        };
+        match fresh {
+            Ok(Some(fresh)) => match Mark::read(&fresh) {
+                Some(Mark::Pending(key)) if key == run.key => {
+                    claimed.resource_version = fresh
+                        .pointer("/metadata/resourceVersion")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
+                Some(Mark::Sent(key)) if key == run.key => return Ok(()),
+                _ => {
+                    tracing::warn!(
+                        key = run.key,
+                        "the claim changed under us after delivery; not marking"
+                    );
+                    return Ok(());
+                }
+            },
+            Ok(None) => return Ok(()),
+            Err(error) => return Err(Failure::new("mark", error)),
+        }
+    }
+    Err(Failure::new(
+        "mark",
+        "the workflow kept changing under the mark",
+    ))
+}
+
+/// Gives the completion up: `failed/<key>` on the workflow (when it still shows this
+/// completion), an `ExitNotificationFailed` Event, the metric. Each write is tried once more
+/// by the sweep while the workflow still shows a pending claim.
+async fn give_up(gate: &Gate, run: &mut Run, reason: &str) -> Outcome {
+    gate.ctx.metrics.exit_gave_up.inc();
+    tracing::warn!(key = run.key, reason, "giving up on an exit notification");
+    let facts = run
+        .claimed
+        .as_ref()
+        .map(|claimed| claimed.facts.clone())
+        .unwrap_or_else(|| run.seen.clone());
+    if run.deleted.is_none() {
+        record_give_up_mark(gate, &facts).await;
+    }
+    let note = format!("Exit notification {} not delivered: {reason}", run.key);
+    if let Err(error) = gate
+        .events
+        .record(&facts, reasons::GAVE_UP, true, note)
+        .await
+    {
+        tracing::warn!(key = run.key, %error, "cannot record the ExitNotificationFailed Event");
+    }
+    Outcome::GaveUp
+}
+
+/// `failed/<key>` on the live workflow, if it still shows this completion unsettled.
+pub(super) async fn record_give_up_mark(gate: &Gate, facts: &WorkflowFacts) {
+    settle_mark(gate, facts, Mark::Failed(facts.completion_key())).await;
+}
+
+/// Writes `mark` (sent or failed) on the live workflow if it still shows the completion
+/// `facts` with a pending claim or none; one try, conflicts read again.
+pub(super) async fn settle_mark(gate: &Gate, facts: &WorkflowFacts, mark: Mark) {
+    let key = facts.completion_key();
+    let api = workflows(&gate.ctx, &facts.namespace);
+    for _ in 0..CONFLICT_ATTEMPTS {
+        let live = {
+            let _permit = gate.api_permit().await;
+            read(&api, &facts.name).await
+        };
+        let Ok(Some(live)) = live else {
+            return;
+        };
+        let Some(current) = WorkflowFacts::read(&live) else {
+            return;
+        };
+        if current.uid != facts.uid || current.completion_key() != key {
+            return;
+        }
+        if let Some(found) = Mark::read(&live)
+            && current.is_completion_key(found.key())
+            && !matches!(found, Mark::Pending(_))
+        {
+            return;
+        }
+        match write_mark(gate, &api, &facts.name, &mark, &current.resource_version).await {
+            Ok(_) => return,
+            Err(kube::Error::Api(status)) if status.is_conflict() => continue,
+            Err(error) => {
+                tracing::warn!(key, %error, state = mark.state(), "cannot mark the exit notification");
+                return;
+            }
+        }
+    }
+}
+
+/// A claim left pending whose workflow moved on (retried, or running again) before it was
+/// delivered: reported as given up, nothing written to the workflow.
+pub(super) async fn report_superseded(gate: &Gate, live: &WorkflowFacts, claimed_key: &str) {
+    gate.ctx.metrics.exit_gave_up.inc();
+    Metrics::count(
+        &gate.ctx.metrics.exit_notifications,
+        Outcome::Superseded.label(),
+    );
+    let note = format!(
+        "Exit notification {claimed_key} was claimed but not delivered before the workflow \
+         moved on (now {} {}); not notified",
+        live.phase_text,
+        live.completion_key()
+    );
+    tracing::warn!(key = claimed_key, "{note}");
+    let mut facts = live.clone();
+    // Named after the claimed completion, so that it is recorded once.
+    if let [_, started, finished, phase] = claimed_key.splitn(4, '/').collect::<Vec<_>>()[..] {
+        facts.started_at = Some(started.to_string());
+        facts.finished_at = Some(finished.to_string());
+        facts.phase_text = phase.to_string();
+    }
+    if let Err(error) = gate
+        .events
+        .record(&facts, reasons::GAVE_UP, true, note)
+        .await
+    {
+        tracing::warn!(key = claimed_key, %error, "cannot record the ExitNotificationFailed Event");
+    }
+    gate.tracker
+        .settle(claimed_key, Outcome::Superseded.label());
+}
+
+async fn read(api: &Api<DynamicObject>, name: &str) -> kube::Result<Option<Value>> {
+    match api.get_opt(name).await? {
+        Some(object) => Ok(Some(
+            serde_json::to_value(object).map_err(kube::Error::SerdeError)?,
+        )),
+        None => Ok(None),
+    }
+}
+
+/// Sets `mark` on the workflow, only if it is still at `resource_version`.
+async fn write_mark(
+    gate: &Gate,
+    api: &Api<DynamicObject>,
+    name: &str,
+    mark: &Mark,
+    resource_version: &str,
+) -> kube::Result<Value> {
+    let _permit = gate.api_permit().await;
+    let written = api
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&mark.patch(resource_version)),
+        )
+        .await?;
+    serde_json::to_value(written).map_err(kube::Error::SerdeError)
+}
+
+/// The delays between attempts, and what bounds them.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub attempts: u32,
+    pub retry_delay: Duration,
+    pub retry_max_delay: Duration,
+    pub catch_up: Duration,
+    pub give_up_after: Duration,
+    pub webhook_timeout: Duration,
+    pub event_source: String,
+}

@@ -1,0 +1,122 @@
+//! A loop's watch, reporting its health. After a failure the watch starts over from a fresh
+//! list (after a backoff), so the loop is known good again only once a list has gone through:
+//! kube's watcher resumes a broken watch silently, and nothing would say when it recovered.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures::stream::{BoxStream, Stream, StreamExt as _};
+use kube::Resource;
+use kube::api::Api;
+use kube::runtime::utils::Backoff as _;
+use kube::runtime::watcher::{self, DefaultBackoff, Event};
+use serde::de::DeserializeOwned;
+
+use super::api_error::describe_watch;
+use super::context::Context;
+use super::health::Readiness;
+use super::metrics::{Metrics, WatchLabel};
+
+/// Tells readiness, metrics and the log how one watch is doing.
+#[derive(Clone)]
+pub struct WatchReporter {
+    /// `swf`, `exit`, or `swf/<namespace>` when a loop watches namespaces one by one.
+    watch: Arc<str>,
+    readiness: Arc<Readiness>,
+    metrics: Arc<Metrics>,
+    api_server: Arc<str>,
+}
+
+impl WatchReporter {
+    pub fn new(ctx: &Context, loop_name: &str, namespace: Option<&str>) -> Self {
+        let watch = match namespace {
+            Some(namespace) => format!("{loop_name}/{namespace}"),
+            None => loop_name.to_owned(),
+        };
+        WatchReporter {
+            watch: watch.into(),
+            readiness: ctx.readiness.clone(),
+            metrics: ctx.metrics.clone(),
+            api_server: ctx.api_server.clone(),
+        }
+    }
+
+    fn label(&self) -> WatchLabel {
+        WatchLabel {
+            watch: self.watch.to_string(),
+        }
+    }
+
+    fn succeeded(&self) {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let gauge = self.metrics.watch_last_success.get_or_create(&self.label());
+        gauge.set(now.as_secs() as i64);
+        if let Some(failed_for) = self.readiness.watch_ok(&self.watch) {
+            tracing::info!(watch = %self.watch, failed_for = ?failed_for, "watch listed again; recovered");
+        }
+    }
+
+    fn failed(&self, error: &watcher::Error, retry_in: Duration) {
+        let error = describe_watch(error, &self.api_server);
+        tracing::warn!(watch = %self.watch, %error, ?retry_in, "watch failed; listing again after a pause");
+        self.metrics.watch_errors.get_or_create(&self.label()).inc();
+        self.readiness.watch_failed(&self.watch, error);
+    }
+}
+
+type Events<K> = BoxStream<'static, Result<Event<K>, watcher::Error>>;
+
+struct State<K: Resource + Clone + 'static> {
+    api: Api<K>,
+    config: watcher::Config,
+    reporter: WatchReporter,
+    backoff: DefaultBackoff,
+    events: Events<K>,
+    /// Set after a failure: wait this long, then start over with a fresh list.
+    pause: Option<Duration>,
+}
+
+/// The events of `api` as `watcher` delivers them, errors included; each error is reported and
+/// followed by a pause and a fresh list, each completed list or delivered change by a success.
+pub fn watched<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    reporter: WatchReporter,
+) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let events = watcher::watcher(api.clone(), config.clone()).boxed();
+    let state = State {
+        api,
+        config,
+        reporter,
+        backoff: DefaultBackoff::default(),
+        events,
+        pause: None,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        if let Some(pause) = state.pause.take() {
+            tokio::time::sleep(pause).await;
+            state.events = watcher::watcher(state.api.clone(), state.config.clone()).boxed();
+        }
+        let item = state.events.next().await?;
+        match &item {
+            Ok(Event::InitDone) => {
+                state.backoff.reset();
+                state.reporter.succeeded();
+            }
+            Ok(Event::Apply(_) | Event::Delete(_)) => state.reporter.succeeded(),
+            Ok(Event::Init | Event::InitApply(_)) => {}
+            Err(error) => {
+                let pause = state.backoff.next().unwrap_or(Duration::from_secs(30));
+                state.reporter.failed(error, pause);
+                state.pause = Some(pause);
+            }
+        }
+        Some((item, state))
+    })
+}
