@@ -57,9 +57,13 @@ pub fn render_swf_with(
 
 /// Recovers the IR from `swf`'s embedded workflow, compiles it with the settings and wraps it as
 /// the API server does: the workflow's namespace, its service account (also written to the
-/// SWF's `spec.serviceAccount`), the Istio sidecar annotation on every template, and
-/// `spec.workflow.parameters` from the runtime config. The API server adds no labels to a v2
-/// SWF: the compiled workflow's own labels are all it carries.
+/// SWF's `spec.serviceAccount`) and the Istio sidecar annotation on every template.
+///
+/// `spec.workflow.parameters` are the recurring run's own runtime parameters as the API server
+/// wrote them (`StringMapToCRDParameters`): they are kept as they are, and go into the compile's
+/// runtime config as they did when the API server compiled the job. They cannot be rebuilt from
+/// the workflow, whose root runtime config also holds the defaults the compiler filled in. The
+/// API server adds no labels to a v2 SWF: the compiled workflow's own are all it carries.
 pub fn rebuild_workflow(swf: &mut Swf, settings: &Settings) -> Result<EmbeddedWorkflow, String> {
     let Some(live) = swf.embedded_workflow().map_err(|e| e.to_string())? else {
         return Err(not_rebuildable(
@@ -68,12 +72,12 @@ pub fn rebuild_workflow(swf: &mut Swf, settings: &Settings) -> Result<EmbeddedWo
         ));
     };
     let recovered = recover_ir(&live.value).map_err(|error| recover_failure(&error))?;
-    let compiled = compile_job(
-        &recovered.pipeline_job(),
-        recovered.platform_spec.as_ref(),
-        &settings.compile,
-    )
-    .map_err(|e| format!("the pipeline recovered from spec.workflow.spec does not compile: {e}"))?;
+    let mut job = recovered.pipeline_job();
+    merge_job_parameters(&mut job, &swf.parameters());
+    let compiled =
+        compile_job(&job, recovered.platform_spec.as_ref(), &settings.compile).map_err(|e| {
+            format!("the pipeline recovered from spec.workflow.spec does not compile: {e}")
+        })?;
     let mut workflow = EmbeddedWorkflow {
         value: compiled,
         form: SpecForm::String,
@@ -83,18 +87,7 @@ pub fn rebuild_workflow(swf: &mut Swf, settings: &Settings) -> Result<EmbeddedWo
     }
     let account = wrap_service_account(swf, &mut workflow)?;
     annotate_templates(&mut workflow)?;
-    let spec = swf_spec_mut(swf)?;
-    spec.insert("serviceAccount".to_owned(), json!(account));
-    if !has_parameters(spec) {
-        let parameters = crd_parameters(recovered.runtime_config.as_ref());
-        if !parameters.is_empty() {
-            let resource = spec
-                .get_mut("workflow")
-                .and_then(Value::as_object_mut)
-                .ok_or("spec.workflow is not an object")?;
-            resource.insert("parameters".to_owned(), Value::Array(parameters));
-        }
-    }
+    swf_spec_mut(swf)?.insert("serviceAccount".to_owned(), json!(account));
     Ok(workflow)
 }
 
@@ -179,33 +172,25 @@ fn swf_spec_mut(swf: &mut Swf) -> Result<&mut Map<String, Value>, String> {
         .ok_or_else(|| "the SWF has no spec object".to_owned())
 }
 
-fn has_parameters(spec: &Map<String, Value>) -> bool {
-    spec.get("workflow")
-        .and_then(|workflow| workflow.get("parameters"))
-        .and_then(Value::as_array)
-        .is_some_and(|parameters| !parameters.is_empty())
-}
-
-/// KFP's `StringMapToCRDParameters`: each runtime parameter as `{name, value}`, the value the
-/// JSON text of the parameter's value (a string keeps its quotes). Go writes them in map order,
-/// which is random; these are sorted by name (the host compares parameters by name).
-fn crd_parameters(runtime_config: Option<&Value>) -> Vec<Value> {
-    let Some(values) = runtime_config
-        .and_then(|config| {
-            config
-                .get("parameterValues")
-                .or_else(|| config.get("parameter_values"))
-        })
-        .and_then(Value::as_object)
-    else {
-        return Vec::new();
+/// The SWF's runtime parameters into the job's runtime config, as the API server compiled the
+/// job with them. Each value is the JSON text of a protobuf `Value` (a string keeps its
+/// quotes); text that is not JSON is taken as a string.
+fn merge_job_parameters(job: &mut Value, parameters: &[(String, Value)]) {
+    if parameters.is_empty() {
+        return;
+    }
+    let Some(job) = job.as_object_mut() else {
+        return;
     };
-    let mut names: Vec<&String> = values.keys().collect();
-    names.sort();
-    names
-        .into_iter()
-        .map(|name| json!({"name": name, "value": values[name].to_string()}))
-        .collect()
+    let config = object_at(job, "runtimeConfig");
+    let values = object_at(config, "parameterValues");
+    for (name, value) in parameters {
+        let value = match value {
+            Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| json!(text)),
+            other => other.clone(),
+        };
+        values.insert(name.clone(), value);
+    }
 }
 
 #[cfg(test)]

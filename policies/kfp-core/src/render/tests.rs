@@ -87,11 +87,15 @@ fn swfs_kfp_2_17_0_wrote_render_to_themselves() {
         "add_numbers",
         "pipeline_with_workspace",
         "pipeline_with_loops",
+        "pipeline_with_multiple_exit_handlers",
     ] {
         let golden = yaml(&format!("kfp-2.17.0/compiled/{case}.yaml"));
         let live = swf_as_api_server_writes(golden, "kubeflow-user-example-com", "default-editor");
         let rendered = render_swf(&live.to_string(), TARGET, &upstream_test_settings()).unwrap();
         assert_eq!(embedded(&rendered), embedded(&live.to_string()), "{case}");
+        // The whole spec: nothing for the host to write but stamps, which it never writes alone.
+        let normalized = |swf: &Value| pipewarden_guest::swf::normalized_spec(&swf["spec"]);
+        assert_eq!(normalized(&parsed(&rendered)), normalized(&live), "{case}");
         assert_eq!(
             parsed(&rendered)["spec"]["serviceAccount"],
             "default-editor"
@@ -261,19 +265,30 @@ fn live_parameters_are_kept() {
 }
 
 #[test]
-fn parameters_come_from_the_runtime_config_as_kfp_writes_them() {
+fn the_runtime_parameters_go_into_the_compile_as_the_api_server_put_them() {
+    let out = parsed(&render("kfp-2.3-parameters.yaml"));
+    let workflow = embedded(&out.to_string());
+    let root_driver = workflow["spec"]["templates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["dag"]["tasks"].as_array().into_iter().flatten())
+        .find(|task| task["name"] == "root-driver")
+        .unwrap();
+    let config = root_driver["arguments"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "runtime-config")
+        .unwrap();
+    let config: Value = serde_json::from_str(config["value"].as_str().unwrap()).unwrap();
     assert_eq!(
-        crd_parameters(Some(
-            &json!({"parameterValues": {"text": "hi", "n": 3, "f": 0.5}})
-        )),
-        vec![
-            json!({"name": "f", "value": "0.5"}),
-            json!({"name": "n", "value": "3"}),
-            json!({"name": "text", "value": "\"hi\""}),
-        ]
+        config["parameterValues"],
+        json!({"message": "hello world", "repeat": 3, "threshold": 0.5})
     );
-    assert!(crd_parameters(Some(&json!({"gcsOutputDirectory": "s3://x"}))).is_empty());
-    assert!(crd_parameters(None).is_empty());
+    // Rendering the render keeps them (they are in the compile now, and still in the SWF).
+    let again = parsed(&render_swf(&out.to_string(), TARGET, &settings()).unwrap());
+    assert_eq!(again, out);
 }
 
 #[test]
