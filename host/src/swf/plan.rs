@@ -109,7 +109,11 @@ pub fn plan(policy: &Policy, live: &Value, target: &RenderTarget) -> Plan {
                 }
                 _ => None,
             };
-            (error.to_string(), reason)
+            let text = match &reason {
+                Some(reason) => format!("policy render-swf cannot rebuild it: {reason}"),
+                None => error.to_string(),
+            };
+            (text, reason)
         }
         Err(error) => return failed(error.to_string(), error.export(), error.kind()),
     };

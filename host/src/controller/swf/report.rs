@@ -56,7 +56,8 @@ impl Decision {
         match report {
             Report::Skipped { reason } => Decision::new("skip", reason),
             Report::NotRebuildable { reason } => {
-                Decision::new(NOT_REBUILDABLE, format!("{reason}; left as it is"))
+                let reason = reason.trim_end_matches('.');
+                Decision::new(NOT_REBUILDABLE, format!("{reason}; left as it is."))
                     .with_event(EventType::Normal, "NotRebuildable")
             }
             Report::UpToDate { reason } => Decision::new("up-to-date", reason),
