@@ -78,6 +78,17 @@ pub const RENDER_HASH_ANNOTATION: &str = "pipewarden.io/render-hash";
 /// [`canonical::settings_digest`]).
 pub const SETTINGS_HASH_ANNOTATION: &str = "pipewarden.io/settings-hash";
 
+/// How a policy says an SWF cannot be rebuilt (a v1 pipeline, a reference-only SWF, a workflow
+/// KFP did not compile): a `should-rebuild` skip reason or a `render-swf` error that starts with
+/// this. The host leaves such an SWF as it is and reports `NotRebuildable` with the rest of the
+/// text as the reason, instead of a render failure; the WIT contract is unchanged.
+pub const NOT_REBUILDABLE_PREFIX: &str = "not-rebuildable: ";
+
+/// `reason` marked with [`NOT_REBUILDABLE_PREFIX`].
+pub fn not_rebuildable(reason: &str) -> String {
+    format!("{NOT_REBUILDABLE_PREFIX}{reason}")
+}
+
 /// Exports a type implementing [`Policy`] as the component's `policy` world.
 ///
 /// Invoke it once, in the crate that is built into the `.wasm` (a `cdylib`); a library meant to

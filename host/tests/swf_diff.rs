@@ -226,3 +226,39 @@ fn stamps_and_rebuild_policy_parsing() {
         "{error}"
     );
 }
+
+#[test]
+fn stamps_alone_are_never_a_write() {
+    use pipewarden::swf::SETTINGS_HASH_ANNOTATION;
+    use pipewarden::swf::decide::changes_to_write;
+    let live = fixture("kfp-2.17.yaml");
+    let mut stamped = live.clone();
+    stamped["metadata"]["annotations"] = json!({
+        VERSION_ANNOTATION: "2.17.0",
+        RENDER_HASH_ANNOTATION: "sha256:abc",
+        SETTINGS_HASH_ANNOTATION: "sha256:def",
+    });
+    assert_eq!(semantic_diff(&live, &stamped).len(), 3);
+    assert!(changes_to_write(&live, &stamped).is_empty());
+    // With a spec change the stamps go along with it.
+    let mut changed = stamped.clone();
+    changed["spec"]["enabled"] = json!(false);
+    assert_eq!(changes_to_write(&live, &changed).len(), 4);
+    // Another annotation is not a stamp.
+    let mut other = live.clone();
+    other["metadata"]["annotations"] = json!({"example.com/owner": "team-a"});
+    assert_eq!(changes_to_write(&live, &other).len(), 1);
+}
+
+#[test]
+fn a_not_rebuildable_mark_is_read_off_the_policy_text() {
+    use pipewarden::swf::not_rebuildable_reason;
+    assert_eq!(
+        not_rebuildable_reason("not-rebuildable: a KFP v1 pipeline"),
+        Some("a KFP v1 pipeline")
+    );
+    assert_eq!(
+        not_rebuildable_reason("cannot parse: not-rebuildable: x"),
+        None
+    );
+}

@@ -64,6 +64,35 @@ fn a_successful_demo_prints_clean_tables_without_error_lines_or_colour_codes() -
         );
     }
 
+    // The 2.3-era SWF is rebuilt to exactly KFP 2.17's compile; the ones KFP 2.17 wrote are
+    // already that compile and are left unstamped (stamps are never written alone).
+    let row = |heading: &str, namespace: &str| -> Result<String> {
+        let rows = table_after(&stdout, heading)?;
+        let found = rows
+            .iter()
+            .find(|row| row.starts_with(namespace) && row.contains(" ScheduledWorkflow "));
+        Ok(found
+            .with_context(|| format!("{heading} no SWF row in {namespace}"))?
+            .to_string())
+    };
+    let before = row("objects before:", "kubeflow-user-team-a ")?;
+    ensure!(
+        before.contains("differs from KFP 2.17.0 compile"),
+        "{before}"
+    );
+    let after = row("objects after:", "kubeflow-user-team-a ")?;
+    ensure!(
+        after.ends_with("stamped 2.17.0, equal to KFP 2.17.0 compile"),
+        "{after}"
+    );
+    for heading in ["objects before:", "objects after:"] {
+        let upstream = row(heading, "kubeflow-user-team-b ")?;
+        ensure!(
+            upstream.ends_with("  equal to KFP 2.17.0 compile"),
+            "{heading} {upstream}"
+        );
+    }
+
     let logged = std::fs::read_to_string(&log).context("the controller log")?;
     ensure!(
         stdout.contains("demo: controller log") && stdout.contains("pipewarden-demo-"),

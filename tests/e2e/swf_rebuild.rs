@@ -1,6 +1,7 @@
 //! The SWF loop against a real control plane: SWFs as KFP 2.3 left them are rebuilt and
-//! stamped, nothing is written again on restart, a target version bump rebuilds them all, and
-//! one SWF that cannot be rendered costs only itself.
+//! stamped, nothing is written again on restart, a target version bump decides them all again
+//! (writing only what the compile changes), and SWFs that cannot be rebuilt cost only
+//! themselves.
 
 mod swf_support;
 
@@ -131,8 +132,11 @@ async fn kfp_2_3_swfs_are_rebuilt_and_stamped_once_then_left_alone_on_restart() 
     Ok(())
 }
 
+/// A new KFP version is picked up from the API server and every SWF is decided again; with
+/// the same compile (same settings) nothing is written: stamps are never written alone.
 #[tokio::test]
-async fn the_target_is_polled_from_the_kfp_apiserver_and_a_bump_rebuilds_every_swf() -> Result<()> {
+async fn the_target_is_polled_from_the_kfp_apiserver_and_a_bump_decides_every_swf_again()
+-> Result<()> {
     let control_plane = shared().await?;
     let client = control_plane.client()?;
     let namespaces = vec![control_plane.ns().await?, control_plane.ns().await?];
@@ -153,32 +157,60 @@ async fn the_target_is_polled_from_the_kfp_apiserver_and_a_bump_rebuilds_every_s
         |swf| stamped_version(swf) == Some(TARGET),
     )
     .await?;
+    running.wait_for_decisions("rebuild", 6).await?;
+    // Each write comes back through the watch and is found up to date.
+    running.wait_for_decisions("up-to-date", 6).await?;
+    let before = running.decisions("up-to-date");
+    let versions = resource_versions(&client, &namespaces).await?;
 
     kfp.set_tag("2.17.1");
-    let bumped = wait_for_all(&client, &namespaces, "SWFs stamped for the bump", |swf| {
-        stamped_version(swf) == Some("2.17.1")
-    })
-    .await?;
-    ensure!(bumped.len() == 6, "{} SWFs", bumped.len());
-    running.wait_for_decisions("rebuild", 12).await?;
+    running.wait_for_decisions("up-to-date", before + 6).await?;
     ensure!(
-        running.decisions("rebuild") == 12,
+        running.decisions("rebuild") == 6,
         "rebuilds: {}",
         running.decisions("rebuild")
     );
-
+    ensure!(
+        running.writes_total() == 6,
+        "writes: {}",
+        running.writes_total()
+    );
+    ensure!(
+        resource_versions(&client, &namespaces).await? == versions,
+        "a bump with the same compile wrote"
+    );
     running.stop().await;
     Ok(())
 }
 
+/// A KFP v2 workflow whose stored pipeline lost its executors: KFP's compile, damaged.
+fn damaged_kfp_2_3(namespace: &str) -> Result<kube::api::DynamicObject> {
+    let mut swf = fixture("kfp-2.3")?;
+    swf.metadata.name = Some("damaged-0".to_owned());
+    swf.metadata.namespace = Some(namespace.to_owned());
+    let mut workflow = embedded_workflow(&swf)?;
+    if let Some(parameters) = workflow["spec"]["arguments"]["parameters"].as_array_mut() {
+        parameters.retain(|p| {
+            !p["name"]
+                .as_str()
+                .is_some_and(|name| name.starts_with("implementations-"))
+        });
+    }
+    swf.data["spec"]["workflow"]["spec"] = json!(workflow.to_string());
+    Ok(swf)
+}
+
 #[tokio::test]
-async fn an_swf_that_cannot_be_rendered_is_reported_and_the_others_are_rebuilt() -> Result<()> {
+async fn swfs_that_cannot_be_rebuilt_are_reported_and_the_others_are_rebuilt() -> Result<()> {
     let control_plane = shared().await?;
     let client = control_plane.client()?;
     let namespace = control_plane.ns().await?;
     seed(&client, &namespace, "kfp-2.3", "daily", 4).await?;
     let broken = seed(&client, &namespace, "kfp-2.3-corrupted", "corrupt", 1).await?;
     let broken_version = broken[0].resource_version();
+    let damaged = swfs(&client, &namespace)
+        .create(&Default::default(), &damaged_kfp_2_3(&namespace)?)
+        .await?;
 
     let running = ControllerArgs::new(std::slice::from_ref(&namespace))
         .start(control_plane)
@@ -187,22 +219,29 @@ async fn an_swf_that_cannot_be_rendered_is_reported_and_the_others_are_rebuilt()
         &client,
         std::slice::from_ref(&namespace),
         "the others stamped",
-        |swf| swf.name_any().starts_with("corrupt") || stamped_version(swf) == Some(TARGET),
+        |swf| swf.name_any().starts_with("daily") == (stamped_version(swf) == Some(TARGET)),
     )
     .await?;
-    running.wait_for_decisions("render-failed", 1).await?;
-    let note = event_note(&client, &namespace, "corrupt-0", "RenderFailed").await?;
-    ensure!(note.contains("holds no Argo Workflow"), "note: {note}");
-    ensure!(note.contains("no last good render"), "note: {note}");
-    ensure!(note.contains(&running.policy_digest()), "note: {note}");
-    let corrupt = all
-        .iter()
-        .find(|s| s.name_any() == "corrupt-0")
-        .expect("listed");
+    // No KFP compile left to recover: left as it is, said once.
+    running.wait_for_decisions("not-rebuildable", 1).await?;
+    let note = event_note(&client, &namespace, "corrupt-0", "NotRebuildable").await?;
     ensure!(
-        corrupt.resource_version() == broken_version,
-        "the broken SWF was written"
+        note.contains("not a workflow compiled by KFP v2"),
+        "note: {note}"
     );
+    ensure!(note.contains(&running.policy_digest()), "note: {note}");
+    // A KFP compile whose stored pipeline is damaged: a render failure, named as such.
+    running.wait_for_decisions("render-failed", 1).await?;
+    let note = event_note(&client, &namespace, "damaged-0", "RenderFailed").await?;
+    ensure!(note.contains("damaged"), "note: {note}");
+    ensure!(note.contains("no last good render"), "note: {note}");
+    for (name, version) in [
+        ("corrupt-0", broken_version),
+        ("damaged-0", damaged.resource_version()),
+    ] {
+        let now = all.iter().find(|s| s.name_any() == name).expect("listed");
+        ensure!(now.resource_version() == version, "{name} was written");
+    }
     let failures = running.handle.metrics().encode().lines().any(|l| {
         l.starts_with("pipewarden_policy_errors_total{export=\"render-swf\",kind=\"guest_error\"}")
     });
@@ -215,6 +254,19 @@ async fn an_swf_that_cannot_be_rendered_is_reported_and_the_others_are_rebuilt()
         "rebuilds: {}",
         running.decisions("rebuild")
     );
+
+    // Another pass (a label edit wakes it): still not rebuildable, but no second Event.
+    merge_patch(
+        &client,
+        &namespace,
+        "corrupt-0",
+        r#"{"metadata":{"labels":{"touched":"yes"}}}"#,
+    )
+    .await?;
+    running.wait_for_decisions("not-rebuildable", 2).await?;
+    let events = events_about(&client, &namespace, "corrupt-0").await?;
+    let said = events.iter().filter(|(r, _)| r == "NotRebuildable").count();
+    ensure!(said == 1, "{said} NotRebuildable Events: {events:?}");
     running.stop().await;
     Ok(())
 }

@@ -47,7 +47,10 @@ async fn corruption_is_restored(rebuild_policy: &str) -> Result<()> {
         "status changed"
     );
     let note = event_note(&client, &namespace, "daily-0", "RestoredFromLastGoodRender").await?;
-    ensure!(note.contains("holds no Argo Workflow"), "note: {note}");
+    ensure!(
+        note.contains("not a workflow compiled by KFP v2"),
+        "note: {note}"
+    );
     ensure!(note.contains(&running.policy_digest()), "note: {note}");
     running.wait_for_decisions("restored", 1).await?;
     ensure!(
@@ -99,7 +102,10 @@ async fn kfp_11296_corruption_under_disable_is_reported_and_left_alone() -> Resu
         "WouldRestoreFromLastGoodRender",
     )
     .await?;
-    ensure!(note.contains("holds no Argo Workflow"), "note: {note}");
+    ensure!(
+        note.contains("not a workflow compiled by KFP v2"),
+        "note: {note}"
+    );
     ensure!(note.contains("rebuild policy is disable"), "note: {note}");
     ensure!(
         running.requests.swf_writes().is_empty(),

@@ -12,12 +12,12 @@ use serde_json::{Value, json};
 use super::inputs::{self, EventInput, Input};
 use super::policy_args::{PolicyArgs, read_settings};
 use super::table::Table;
-use crate::engine::Policy;
+use crate::engine::{Policy, PolicyError};
 use crate::exit::event::event_kind_name;
 use crate::exit::gate::{self, eligibility_parts};
 use crate::exit::tombstone::{ManualClock, TombstoneCache};
 use crate::swf::decide::{RenderTarget, SwfOutcome, decide};
-use crate::swf::{REBUILD_POLICY_ENV, object_key, parse_rebuild_policy};
+use crate::swf::{REBUILD_POLICY_ENV, not_rebuildable_reason, object_key, parse_rebuild_policy};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputFormat {
@@ -99,6 +99,13 @@ fn eval_swfs(
         let key = object_key(swf);
         let (label, reason, outcome) = match decide(policy, swf, target) {
             Ok(outcome) => (outcome.label(), outcome.reason().to_string(), Some(outcome)),
+            // What the controller reports as not rebuildable and leaves alone.
+            Err(PolicyError::Guest { message, .. })
+                if not_rebuildable_reason(&message).is_some() =>
+            {
+                let reason = not_rebuildable_reason(&message).unwrap_or_default();
+                ("not-rebuildable", reason.to_owned(), None)
+            }
             Err(error) => {
                 all_ok = false;
                 ("error", format!("{} ({})", error, error.kind()), None)

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::diff::{Change, semantic_diff};
-use super::read_stamps;
+use super::{STAMP_ANNOTATIONS, not_rebuildable_reason, read_stamps};
 use crate::engine::{
     Policy, PolicyError, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext,
 };
@@ -21,6 +21,8 @@ pub struct RenderTarget {
 pub enum SwfOutcome {
     /// The policy chose not to rebuild.
     Skipped { reason: String },
+    /// The policy cannot rebuild this SWF (no pipeline to recompile); it is left as it is.
+    NotRebuildable { reason: String },
     /// Rebuilt, and the render equals the live object: nothing to write.
     UpToDate { reason: String },
     /// Rebuilt, and the render differs: write `desired`.
@@ -41,6 +43,7 @@ impl SwfOutcome {
     pub fn label(&self) -> &'static str {
         match self {
             SwfOutcome::Skipped { .. } => "skip",
+            SwfOutcome::NotRebuildable { .. } => "not-rebuildable",
             SwfOutcome::UpToDate { .. } => "up-to-date",
             SwfOutcome::Rebuild { .. } => "rebuild",
             SwfOutcome::WouldRebuild { .. } => "would-rebuild",
@@ -50,6 +53,7 @@ impl SwfOutcome {
     pub fn reason(&self) -> &str {
         match self {
             SwfOutcome::Skipped { reason }
+            | SwfOutcome::NotRebuildable { reason }
             | SwfOutcome::UpToDate { reason }
             | SwfOutcome::Rebuild { reason, .. }
             | SwfOutcome::WouldRebuild { reason, .. } => reason,
@@ -83,6 +87,12 @@ pub fn decide(
     };
     let reason = match policy.should_rebuild(&input)? {
         RebuildDecision::Rebuild(reason) => reason,
+        RebuildDecision::Skip(reason) if not_rebuildable_reason(&reason).is_some() => {
+            let reason = not_rebuildable_reason(&reason)
+                .unwrap_or_default()
+                .to_owned();
+            return Ok(SwfOutcome::NotRebuildable { reason });
+        }
         RebuildDecision::Skip(reason) if target.rebuild_policy != RebuildPolicy::Disable => {
             return Ok(SwfOutcome::Skipped { reason });
         }
@@ -120,6 +130,24 @@ fn render_and_diff(
     let rendered = policy.render_swf(live_json, &context)?;
     // The engine already checked the render is a JSON object.
     let desired: Value = serde_json::from_str(&rendered).unwrap_or_default();
-    let changes = semantic_diff(live, &desired);
+    let changes = changes_to_write(live, &desired);
     Ok((desired, changes))
+}
+
+/// The changes a write would make, or none when only stamps differ: stamps are never written
+/// alone, so an SWF whose spec is already the render (compiled by KFP's own reconcile for the
+/// target, say) costs no write under any rebuild policy.
+pub fn changes_to_write(live: &Value, desired: &Value) -> Vec<Change> {
+    let changes = semantic_diff(live, desired);
+    let only_stamps = changes.iter().all(|change| {
+        STAMP_ANNOTATIONS
+            .iter()
+            .any(|key| change.path() == stamp_path(key))
+    });
+    if only_stamps { Vec::new() } else { changes }
+}
+
+/// The diff's path of an annotation.
+fn stamp_path(key: &str) -> String {
+    format!("metadata.annotations{}", super::diff::key_segment(key))
 }

@@ -320,7 +320,7 @@ fn list_edits(a: &[Value], b: &[Value]) -> (Vec<Value>, Vec<Value>) {
     (removed, added)
 }
 
-fn key_segment(key: &str) -> String {
+pub(crate) fn key_segment(key: &str) -> String {
     if key
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')

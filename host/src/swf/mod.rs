@@ -16,6 +16,25 @@ use crate::engine::{RebuildPolicy, Stamps};
 pub const VERSION_ANNOTATION: &str = "pipelines.kubeflow.org/version";
 /// Digest of the spec the last render produced; a mismatch means the spec was edited since.
 pub const RENDER_HASH_ANNOTATION: &str = "pipewarden.io/render-hash";
+/// Digest of the settings the last render used.
+pub const SETTINGS_HASH_ANNOTATION: &str = "pipewarden.io/settings-hash";
+/// The annotations a render stamps. A write never carries them alone: an SWF whose spec is
+/// already what the render makes (e.g. compiled by KFP's own reconcile) is up to date.
+pub const STAMP_ANNOTATIONS: [&str; 3] = [
+    VERSION_ANNOTATION,
+    RENDER_HASH_ANNOTATION,
+    SETTINGS_HASH_ANNOTATION,
+];
+/// How a policy marks an SWF it cannot rebuild (a `should-rebuild` skip reason or a
+/// `render-swf` error starting with it): a v1 pipeline, a reference-only SWF, a workflow KFP
+/// did not compile. The WIT contract stays as it is; the SDK writes the same prefix.
+pub const NOT_REBUILDABLE_PREFIX: &str = "not-rebuildable: ";
+
+/// The reason a policy gave for not being able to rebuild, when `text` is so marked.
+pub fn not_rebuildable_reason(text: &str) -> Option<&str> {
+    text.strip_prefix(NOT_REBUILDABLE_PREFIX)
+}
+
 /// Env var an operator sets to choose the rebuild policy.
 pub const REBUILD_POLICY_ENV: &str = "ML_PIPELINE_SCHEDULEDRUNS_REBUILDPOLICY";
 

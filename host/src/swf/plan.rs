@@ -3,9 +3,11 @@
 
 use serde_json::Value;
 
+use super::decide::changes_to_write;
 use super::decide::{RenderTarget, SwfOutcome, decide};
-use super::diff::{Change, semantic_diff};
+use super::diff::Change;
 use super::last_good::{self, Restore};
+use super::not_rebuildable_reason;
 use crate::engine::{Export, Policy, PolicyError, RebuildPolicy};
 
 #[derive(Clone, Debug)]
@@ -31,6 +33,11 @@ pub enum WriteKind {
 #[derive(Clone, Debug)]
 pub enum Report {
     Skipped {
+        reason: String,
+    },
+    /// The policy cannot rebuild this SWF (no pipeline it can recompile) and there is no last
+    /// good render to put back: it is left as it is.
+    NotRebuildable {
         reason: String,
     },
     UpToDate {
@@ -69,6 +76,7 @@ impl Plan {
                 ..
             } => "restored",
             Plan::Report(Report::Skipped { .. }) => "skip",
+            Plan::Report(Report::NotRebuildable { .. }) => "not-rebuildable",
             Plan::Report(Report::UpToDate { .. }) => "up-to-date",
             Plan::Report(Report::WouldRebuild { .. }) => "would-rebuild",
             Plan::Report(Report::WouldRestore { .. }) => "would-restore",
@@ -83,20 +91,38 @@ impl Plan {
 
 /// The plan for `live`. Restores happen only on a guest error from `render-swf` (the policy
 /// says it cannot render this object), never on a trap or timeout, which say more about the
-/// policy than about the object.
+/// policy than about the object. A render the policy marks not rebuildable restores a
+/// recorded render too (the workflow was overwritten since); without one the SWF is left as
+/// it is and reported as not rebuildable.
 pub fn plan(policy: &Policy, live: &Value, target: &RenderTarget) -> Plan {
-    let render_error = match decide(policy, live, target) {
+    let (render_error, not_rebuildable) = match decide(policy, live, target) {
         Ok(outcome) => return from_outcome(outcome),
         Err(
             error @ PolicyError::Guest {
                 export: Export::RenderSwf,
                 ..
             },
-        ) => error.to_string(),
+        ) => {
+            let reason = match &error {
+                PolicyError::Guest { message, .. } => {
+                    not_rebuildable_reason(message).map(str::to_owned)
+                }
+                _ => None,
+            };
+            let text = match &reason {
+                Some(reason) => format!("policy render-swf cannot rebuild it: {reason}"),
+                None => error.to_string(),
+            };
+            (text, reason)
+        }
         Err(error) => return failed(error.to_string(), error.export(), error.kind()),
     };
     let candidate = match last_good::restore_candidate(live) {
         Restore::Candidate(candidate) => candidate,
+        Restore::NoRecord if not_rebuildable.is_some() => {
+            let reason = not_rebuildable.unwrap_or_default();
+            return Plan::Report(Report::NotRebuildable { reason });
+        }
         Restore::NoRecord => {
             let error = format!("{render_error}; no last good render to restore");
             return failed(error, Export::RenderSwf, GUEST_ERROR);
@@ -120,7 +146,7 @@ pub fn plan(policy: &Policy, live: &Value, target: &RenderTarget) -> Plan {
             return failed(error, Export::RenderSwf, kind);
         }
     };
-    let changes = semantic_diff(live, &desired);
+    let changes = changes_to_write(live, &desired);
     if target.rebuild_policy == RebuildPolicy::Disable {
         return Plan::Report(Report::WouldRestore {
             render_error,
@@ -140,6 +166,7 @@ pub fn plan(policy: &Policy, live: &Value, target: &RenderTarget) -> Plan {
 fn from_outcome(outcome: SwfOutcome) -> Plan {
     match outcome {
         SwfOutcome::Skipped { reason } => Plan::Report(Report::Skipped { reason }),
+        SwfOutcome::NotRebuildable { reason } => Plan::Report(Report::NotRebuildable { reason }),
         SwfOutcome::UpToDate { reason } => Plan::Report(Report::UpToDate { reason }),
         SwfOutcome::WouldRebuild { reason, changes } => {
             Plan::Report(Report::WouldRebuild { reason, changes })

@@ -6,7 +6,70 @@
 //! positional argument right after a bare boolean flag would be read as its value, which is why
 //! booleans belong in `equals` style.
 
-use crate::{FlagSpec, FlagStyle};
+use serde::{Deserialize, Serialize};
+
+/// One command-line flag an edit guarantees.
+///
+/// With `value`, the flag is set to it (added if missing). With `default`, an existing value is
+/// kept and the default is used only when the flag is missing. With neither, the flag's value
+/// is per pipeline: it is kept, and a missing flag is an error.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FlagSpec {
+    /// Without leading dashes: `log_level`, written as `--log_level`.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    #[serde(default)]
+    pub style: FlagStyle,
+}
+
+/// How a flag and its value are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlagStyle {
+    /// `--flag value`: two arguments.
+    #[default]
+    Separate,
+    /// `--flag=value`: one argument; what Go's flag package needs for booleans.
+    Equals,
+}
+
+impl FlagSpec {
+    /// A flag set to `value`, written `--name value`.
+    pub fn set(name: &str, value: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            value: Some(value.to_owned()),
+            default: None,
+            style: FlagStyle::Separate,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if !is_flag_name(&self.name) {
+            return Err(if self.name.starts_with('-') {
+                "write the name without dashes (log_level, not --log_level)".to_owned()
+            } else {
+                "a flag name is letters, digits, '_', '-' or '.'".to_owned()
+            });
+        }
+        if self.value.is_some() && self.default.is_some() {
+            return Err("give either value or default, not both".to_owned());
+        }
+        Ok(())
+    }
+}
+
+fn is_flag_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Token {

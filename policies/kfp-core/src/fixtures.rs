@@ -45,3 +45,8 @@ pub fn template<'a>(workflow: &'a Value, name: &str) -> &'a Value {
         .find(|template| template["name"] == name)
         .unwrap_or_else(|| panic!("no template {name}"))
 }
+
+/// A file of KFP's own test data under `tests/data/upstream`.
+pub fn upstream_file(relative: &str) -> String {
+    repo_file(&format!("tests/data/upstream/{relative}"))
+}

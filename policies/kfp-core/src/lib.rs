@@ -4,9 +4,10 @@
 //! adds its own steps (see `kfp-downstream-example`). Native tests and benchmarks call the same
 //! functions the component runs.
 //!
-//! - [`Settings`]: what a render migrates to (driver and launcher images, driver flags, service
-//!   account), parsed and validated from the settings JSON.
-//! - [`render_swf`] / [`render_swf_with`]: migrate the workflow embedded in a ScheduledWorkflow and
+//! - [`Settings`]: the KFP API server variables a render compiles with (`V2_DRIVER_IMAGE`, ...),
+//!   parsed and validated from the settings JSON.
+//! - [`render_swf`] / [`render_swf_with`]: recover the pipeline a ScheduledWorkflow carries,
+//!   compile it for the settings with `kfp-compiler`, wrap it as KFP's API server does, and
 //!   stamp it.
 //! - [`should_rebuild`]: the rebuild policy applied to stamps and drift.
 //! - [`exit_eligibility`]: Argo 4.1's stale-copy rules from the SDK, then the `notify` setting:
@@ -17,12 +18,11 @@ mod rebuild;
 mod render;
 mod settings;
 
+pub use args::{FlagSpec, FlagStyle};
+pub use kfp_compiler;
 pub use rebuild::should_rebuild;
-pub use render::{LAUNCHER_CONTAINER, migrate_workflow, render_swf, render_swf_with};
-pub use settings::{
-    DriverKind, DriverSettings, FlagSpec, FlagStyle, InputSpec, LauncherSettings, Notify, Settings,
-    render_settings_digest,
-};
+pub use render::{LAUNCHER_CONTAINER, rebuild_workflow, render_swf, render_swf_with};
+pub use settings::{Notify, Settings, render_settings_digest};
 
 use pipewarden_guest::workflow::{event_is_completed, exit_handler_of};
 use pipewarden_guest::{Eligibility, Tombstone, WorkflowEvent};

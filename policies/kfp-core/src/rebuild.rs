@@ -10,7 +10,8 @@ use crate::settings::render_settings_digest;
 /// Whether the SWF in `input` should be re-rendered now. Reasons are short sentences for the
 /// operator.
 ///
-/// - Reference-only SWFs are always skipped: KFP compiles them at run time.
+/// - Reference-only SWFs are always skipped, marked not rebuildable: they embed no workflow (KFP
+///   compiles them at run time), so there is no pipeline to recover.
 /// - `always` rebuilds (the host writes only if the render differs).
 /// - `on-version-change` rebuilds when the version stamp is missing or differs from the target,
 ///   when there is no render-hash stamp, or when the live spec no longer matches it (an
@@ -34,9 +35,9 @@ pub fn should_rebuild(input: &RebuildInput) -> RebuildDecision {
         },
     };
     if reference_only {
-        return RebuildDecision::Skip(
-            "Reference-only SWF (no workflow.spec): KFP compiles it at run time.".to_owned(),
-        );
+        return RebuildDecision::Skip(pipewarden_guest::not_rebuildable(
+            "Reference-only SWF (no workflow.spec): KFP compiles it at run time.",
+        ));
     }
     match input.policy {
         RebuildPolicy::Always => RebuildDecision::Rebuild("Rebuild policy is always.".to_owned()),

@@ -1,22 +1,31 @@
-//! Rendering: migrating the workflow embedded in a ScheduledWorkflow to the settings.
+//! Rendering: the ScheduledWorkflow KFP's API server would write today for the pipeline an SWF
+//! carries. The IR is recovered from the embedded workflow, compiled for the settings with
+//! `kfp-compiler` (a port of KFP 2.17.0's Argo compiler), and wrapped as the API server wraps
+//! a compile when it writes an SWF (`backend/src/apiserver/template/v2_template.go`,
+//! `ScheduledWorkflow`).
 
-use pipewarden_guest::swf::EmbeddedWorkflow;
-use pipewarden_guest::{RENDER_HASH_ANNOTATION, SETTINGS_HASH_ANNOTATION, Swf, VERSION_ANNOTATION};
+use kfp_compiler::{RecoverError, compile_job, recover_ir};
+use pipewarden_guest::swf::{EmbeddedWorkflow, SpecForm};
+use pipewarden_guest::{
+    RENDER_HASH_ANNOTATION, SETTINGS_HASH_ANNOTATION, Swf, VERSION_ANNOTATION, not_rebuildable,
+};
 use serde_json::{Map, Value, json};
 
-use crate::args::{apply_flags, flag_value};
-use crate::{DriverKind, InputSpec, Settings};
+use crate::Settings;
 
 /// Name of the init container that copies the launcher binary into each executor pod.
 pub const LAUNCHER_CONTAINER: &str = "kfp-launcher";
+/// What the API server puts on every template that does not say otherwise.
+const ISTIO_SIDECAR_ANNOTATION: &str = "sidecar.istio.io/inject";
+const ISTIO_SIDECAR_DISABLED: &str = "false";
 
-/// The desired SWF for `swf_json`: [`migrate_workflow`] applied, the workflow written back as a
-/// compact JSON string, then stamped with `target_version` (when known), the render digest and
-/// the settings digest.
+/// The desired SWF for `swf_json`: its pipeline recompiled ([`rebuild_workflow`]), written back
+/// as a compact JSON string, then stamped with `target_version` (when known), the render
+/// digest and the settings digest.
 ///
-/// A reference-only SWF comes back unchanged, byte for byte. Only `spec` and the stamp
-/// annotations change; `status` and every other field are kept. The output is canonical JSON,
-/// so rendering a render gives the same bytes.
+/// Only `spec` and the stamp annotations change; `status` and every other field are kept. The
+/// output is canonical JSON, so rendering a render gives the same bytes. An SWF whose IR cannot
+/// be recovered is an error marked [`pipewarden_guest::NOT_REBUILDABLE_PREFIX`].
 pub fn render_swf(
     swf_json: &str,
     target_version: Option<&str>,
@@ -25,8 +34,8 @@ pub fn render_swf(
     render_swf_with(swf_json, target_version, settings, |_| Ok(()))
 }
 
-/// [`render_swf`] with a distribution's own step, run on the embedded workflow after the
-/// default migration and before stamping (so the digest covers it).
+/// [`render_swf`] with a distribution's own step, run on the compiled workflow after the API
+/// server's wrapping and before stamping (so the digest covers it).
 pub fn render_swf_with(
     swf_json: &str,
     target_version: Option<&str>,
@@ -34,20 +43,9 @@ pub fn render_swf_with(
     extra: impl FnOnce(&mut EmbeddedWorkflow) -> Result<(), String>,
 ) -> Result<String, String> {
     let mut swf = Swf::from_json(swf_json).map_err(|e| e.to_string())?;
-    let Some(mut workflow) = swf.embedded_workflow().map_err(|e| e.to_string())? else {
-        return Ok(swf_json.to_owned());
-    };
-    migrate_workflow(&mut workflow, settings)?;
+    let mut workflow = rebuild_workflow(&mut swf, settings)?;
     extra(&mut workflow)?;
     swf.set_embedded_workflow(&workflow);
-    if let Some(account) = &settings.service_account
-        && let Some(spec) = swf
-            .as_value_mut()
-            .get_mut("spec")
-            .and_then(Value::as_object_mut)
-    {
-        spec.insert("serviceAccount".to_owned(), json!(account));
-    }
     if let Some(version) = target_version.filter(|version| !version.is_empty()) {
         swf.set_annotation(VERSION_ANNOTATION, version);
     }
@@ -57,148 +55,141 @@ pub fn render_swf_with(
     Ok(swf.to_json())
 }
 
-/// Moves the embedded workflow to the settings: the driver image and flags on every template
-/// whose container runs `driver`, the launcher image on every `kfp-launcher` init container,
-/// and the service account if one is configured. Anything else is left alone.
-pub fn migrate_workflow(
-    workflow: &mut EmbeddedWorkflow,
-    settings: &Settings,
-) -> Result<(), String> {
-    let keys = top_level_keys(&workflow.value);
-    let spec = workflow.workflow_spec_mut().ok_or_else(|| {
-        format!(
-            "spec.workflow.spec holds no Argo Workflow: no templates list (top-level keys: {keys})"
-        )
-    })?;
-    if let Some(account) = &settings.service_account {
-        spec.insert("serviceAccountName".to_owned(), json!(account));
+/// Recovers the IR from `swf`'s embedded workflow, compiles it with the settings and wraps it as
+/// the API server does: the workflow's namespace, its service account (also written to the
+/// SWF's `spec.serviceAccount`) and the Istio sidecar annotation on every template.
+///
+/// `spec.workflow.parameters` are the recurring run's own runtime parameters as the API server
+/// wrote them (`StringMapToCRDParameters`): they are kept as they are, and go into the compile's
+/// runtime config as they did when the API server compiled the job. They cannot be rebuilt from
+/// the workflow, whose root runtime config also holds the defaults the compiler filled in. The
+/// API server adds no labels to a v2 SWF: the compiled workflow's own are all it carries.
+pub fn rebuild_workflow(swf: &mut Swf, settings: &Settings) -> Result<EmbeddedWorkflow, String> {
+    let Some(live) = swf.embedded_workflow().map_err(|e| e.to_string())? else {
+        return Err(not_rebuildable(
+            "reference-only SWF: it embeds no workflow, KFP compiles its pipeline version at \
+             each run",
+        ));
+    };
+    let recovered = recover_ir(&live.value).map_err(|error| recover_failure(&error))?;
+    let mut job = recovered.pipeline_job();
+    merge_job_parameters(&mut job, &swf.parameters());
+    let compiled =
+        compile_job(&job, recovered.platform_spec.as_ref(), &settings.compile).map_err(|e| {
+            format!("the pipeline recovered from spec.workflow.spec does not compile: {e}")
+        })?;
+    let mut workflow = EmbeddedWorkflow {
+        value: compiled,
+        form: SpecForm::String,
+    };
+    if let Some(namespace) = swf.namespace().filter(|n| !n.is_empty()) {
+        set_namespace(&mut workflow.value, namespace);
     }
-    let templates = spec
-        .get_mut("templates")
-        .and_then(Value::as_array_mut)
-        .ok_or("spec.workflow.spec: templates is not a list")?;
-    for (index, template) in templates.iter_mut().enumerate() {
-        let template = template
-            .as_object_mut()
-            .ok_or_else(|| format!("templates[{index}] is not an object"))?;
-        let name = template
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("<unnamed>")
-            .to_owned();
-        migrate_driver(template, settings).map_err(|e| format!("template {name}: {e}"))?;
-        migrate_launcher(template, settings);
-    }
-    Ok(())
+    let account = wrap_service_account(swf, &mut workflow)?;
+    annotate_templates(&mut workflow)?;
+    swf_spec_mut(swf)?.insert("serviceAccount".to_owned(), json!(account));
+    Ok(workflow)
 }
 
-fn migrate_driver(template: &mut Map<String, Value>, settings: &Settings) -> Result<(), String> {
-    let name = template
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let Some(container) = template.get_mut("container").and_then(Value::as_object_mut) else {
-        return Ok(());
-    };
-    if !runs_driver(container) {
-        return Ok(());
-    }
-    let args = string_list(container.get("args"))?;
-    let kind = driver_kind(&args, &name)?;
-    let flags = settings.driver_flags(kind);
-    let args = apply_flags(&args, &flags)?;
-    container.insert("image".to_owned(), json!(settings.driver.image));
-    if !args.is_empty() || container.contains_key("args") {
-        container.insert("args".to_owned(), json!(args));
-    }
-    for input in flags.iter().filter_map(|flag| flag.input.as_ref()) {
-        declare_input(template, input)?;
-    }
-    Ok(())
-}
-
-fn migrate_launcher(template: &mut Map<String, Value>, settings: &Settings) {
-    let Some(init_containers) = template
-        .get_mut("initContainers")
-        .and_then(Value::as_array_mut)
-    else {
-        return;
-    };
-    for container in init_containers.iter_mut().filter_map(Value::as_object_mut) {
-        if container.get("name").and_then(Value::as_str) == Some(LAUNCHER_CONTAINER) {
-            container.insert("image".to_owned(), json!(settings.launcher.image));
+/// v1 pipelines and workflows KFP did not compile carry no IR: nothing to rebuild from. A KFP
+/// v2 workflow whose IR is damaged is a render failure (a last good render may be restored).
+fn recover_failure(error: &RecoverError) -> String {
+    match error {
+        RecoverError::KfpV1 => not_rebuildable(
+            "a KFP v1 pipeline: it carries no v2 pipeline spec to compile again; migrate it \
+             to KFP v2 to have it rebuilt",
+        ),
+        RecoverError::NotAWorkflow(why) | RecoverError::NotKfp(why) => not_rebuildable(&format!(
+            "spec.workflow.spec is not a workflow compiled by KFP v2 ({why})"
+        )),
+        RecoverError::Damaged(why) => {
+            format!(
+                "spec.workflow.spec is a KFP v2 workflow whose stored pipeline is damaged: {why}"
+            )
         }
     }
 }
 
-/// KFP's driver templates run `command: [driver]` whatever the image or its tag.
-fn runs_driver(container: &Map<String, Value>) -> bool {
-    container
-        .get("command")
-        .and_then(Value::as_array)
-        .and_then(|command| command.first())
-        .and_then(Value::as_str)
-        == Some("driver")
-}
-
-/// `--type CONTAINER` is the container driver, any other type the DAG driver; without a
-/// `--type` flag the compiler's template names tell.
-fn driver_kind(args: &[String], template_name: &str) -> Result<DriverKind, String> {
-    match flag_value(args, "type").as_deref() {
-        Some("CONTAINER") => Ok(DriverKind::Container),
-        Some(_) => Ok(DriverKind::Dag),
-        None if template_name.contains("container-driver") => Ok(DriverKind::Container),
-        None if template_name.contains("dag-driver") => Ok(DriverKind::Dag),
-        None => Err(
-            "runs the driver, but neither a --type flag nor the template name tells \
-                     whether it is the container or the DAG driver"
-                .to_owned(),
-        ),
+fn set_namespace(workflow: &mut Value, namespace: &str) {
+    if let Some(root) = workflow.as_object_mut() {
+        let metadata = root.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(metadata) = metadata.as_object_mut() {
+            metadata.insert("namespace".to_owned(), json!(namespace));
+        }
     }
 }
 
-fn string_list(value: Option<&Value>) -> Result<Vec<String>, String> {
-    let Some(value) = value else {
-        return Ok(Vec::new());
-    };
-    let items = value.as_array().ok_or("container.args is not a list")?;
-    items
-        .iter()
-        .map(|item| {
-            item.as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| format!("container.args holds a non-string: {item}"))
-        })
-        .collect()
+/// KFP's `setDefaultServiceAccount`: the recurring run's own account (the SWF's
+/// `spec.serviceAccount`) wins; otherwise the compile's, which is already the configured
+/// default (`DEFAULTPIPELINERUNNERSERVICEACCOUNT`). Returns the account in force.
+fn wrap_service_account(swf: &Swf, workflow: &mut EmbeddedWorkflow) -> Result<String, String> {
+    let job_account = swf
+        .spec()
+        .and_then(|spec| spec.get("serviceAccount"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let spec = workflow
+        .workflow_spec_mut()
+        .ok_or("the compiled workflow has no spec")?;
+    if !job_account.is_empty() {
+        spec.insert("serviceAccountName".to_owned(), json!(job_account));
+    }
+    Ok(spec
+        .get("serviceAccountName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned())
 }
 
-/// Adds `{name, default}` to `inputs.parameters` unless a parameter of that name exists.
-fn declare_input(template: &mut Map<String, Value>, input: &InputSpec) -> Result<(), String> {
-    let inputs = template
-        .entry("inputs")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .ok_or("inputs is not an object")?;
-    let parameters = inputs
-        .entry("parameters")
-        .or_insert_with(|| json!([]))
-        .as_array_mut()
-        .ok_or("inputs.parameters is not a list")?;
-    let declared = parameters
-        .iter()
-        .any(|parameter| parameter.get("name").and_then(Value::as_str) == Some(&input.name));
-    if !declared {
-        parameters.push(json!({"name": input.name, "default": input.default}));
+/// `sidecar.istio.io/inject: "false"` on every template that does not set it.
+fn annotate_templates(workflow: &mut EmbeddedWorkflow) -> Result<(), String> {
+    let templates = workflow
+        .templates_mut()
+        .ok_or("the compiled workflow has no templates")?;
+    for template in templates.iter_mut().filter_map(Value::as_object_mut) {
+        let metadata = object_at(template, "metadata");
+        let annotations = object_at(metadata, "annotations");
+        annotations
+            .entry(ISTIO_SIDECAR_ANNOTATION)
+            .or_insert_with(|| json!(ISTIO_SIDECAR_DISABLED));
     }
     Ok(())
 }
 
-fn top_level_keys(value: &Value) -> String {
-    match value.as_object() {
-        Some(map) if !map.is_empty() => map.keys().cloned().collect::<Vec<_>>().join(", "),
-        Some(_) => "none".to_owned(),
-        None => format!("none, it is {}", pipewarden_guest::swf::json_type(value)),
+fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    let entry = map.entry(key).or_insert_with(|| json!({}));
+    if !entry.is_object() {
+        *entry = json!({});
+    }
+    entry.as_object_mut().expect("just made an object")
+}
+
+fn swf_spec_mut(swf: &mut Swf) -> Result<&mut Map<String, Value>, String> {
+    swf.as_value_mut()
+        .get_mut("spec")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| "the SWF has no spec object".to_owned())
+}
+
+/// The SWF's runtime parameters into the job's runtime config, as the API server compiled the
+/// job with them. Each value is the JSON text of a protobuf `Value` (a string keeps its
+/// quotes); text that is not JSON is taken as a string.
+fn merge_job_parameters(job: &mut Value, parameters: &[(String, Value)]) {
+    if parameters.is_empty() {
+        return;
+    }
+    let Some(job) = job.as_object_mut() else {
+        return;
+    };
+    let config = object_at(job, "runtimeConfig");
+    let values = object_at(config, "parameterValues");
+    for (name, value) in parameters {
+        let value = match value {
+            Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| json!(text)),
+            other => other.clone(),
+        };
+        values.insert(name.clone(), value);
     }
 }
 

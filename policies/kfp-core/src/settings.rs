@@ -1,30 +1,30 @@
-//! The settings JSON of the default KFP policy: what a render migrates SWFs to, and which
-//! completed workflows get an exit notification.
+//! The settings JSON of the default KFP policy: the KFP API server variables a render compiles
+//! with, and which completed workflows get an exit notification.
 
+use kfp_compiler::CompileOptions;
 use pipewarden_guest::canonical::{digest, settings_digest};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-/// Everything a render needs besides the SWF. Unknown fields are rejected so a typo is an
-/// error at load, not a silently ignored setting.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+/// Everything a render needs besides the SWF: the KFP API server's own variables, read as
+/// [`CompileOptions`], and `notify`. Keys KFP does not read are ignored, as the API server
+/// ignores unrelated variables, so a Deployment's `env` can be copied as it is.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
-    pub driver: DriverSettings,
-    pub launcher: LauncherSettings,
-    /// When set, written to the SWF's `spec.serviceAccount` and the workflow's
-    /// `serviceAccountName`; when absent both are left as they are.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_account: Option<String>,
+    /// What the render compiles with (`V2_DRIVER_IMAGE`, `PIPELINE_LOG_LEVEL`, ...).
+    pub compile: CompileOptions,
     /// Which completed workflows get an exit notification (`exit-eligibility`); renders do not
     /// read it, and it is left out of [`source_digest`](Self::source_digest).
-    #[serde(default)]
     pub notify: Notify,
     /// Digest of the settings text this came from ([`render_settings_digest`]); renders stamp
     /// it so `should-rebuild` sees a settings change. A policy whose settings extend these sets
     /// it to the [`render_settings_digest`] of its whole settings text.
-    #[serde(skip)]
     pub source_digest: String,
 }
+
+/// Keys of the settings format from before renders compiled (images and driver flags patched
+/// into the old compile): refused with a pointer to the variables that replace them.
+const PRE_COMPILER_KEYS: [&str; 3] = ["driver", "launcher", "serviceAccount"];
 
 /// `notify`: which completed workflows get an exit notification.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,181 +78,59 @@ pub fn render_settings_digest(text: &str) -> String {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DriverSettings {
-    /// Image of every template whose container runs `driver`.
-    pub image: String,
-    /// The flags the target version's drivers take, in the order they are written.
-    #[serde(default)]
-    pub flags: Vec<FlagSpec>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct LauncherSettings {
-    /// Image of every `kfp-launcher` init container.
-    pub image: String,
-}
-
-/// One command-line flag a render guarantees.
-///
-/// With `value`, the flag is set to it (added if missing). With `default`, an existing value is
-/// kept and the default is used only when the flag is missing. With neither, the flag's value
-/// is per pipeline (e.g. `pipeline_name`): it is kept, and a missing flag is a render error.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct FlagSpec {
-    /// Without leading dashes: `log_level`, written as `--log_level`.
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default: Option<String>,
-    #[serde(default)]
-    pub style: FlagStyle,
-    /// Which drivers take the flag; both when absent.
-    #[serde(default = "DriverKind::both")]
-    pub drivers: Vec<DriverKind>,
-    /// A template input parameter the value refers to, declared on the driver template when
-    /// missing (e.g. `{{inputs.parameters.task-name}}` needs `task-name`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input: Option<InputSpec>,
-}
-
-/// How a flag and its value are written.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FlagStyle {
-    /// `--flag value`: two arguments.
-    #[default]
-    Separate,
-    /// `--flag=value`: one argument; what Go's flag package needs for booleans.
-    Equals,
-}
-
-/// The two KFP driver templates: `--type CONTAINER` and the DAG driver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DriverKind {
-    Container,
-    Dag,
-}
-
-impl DriverKind {
-    pub fn both() -> Vec<Self> {
-        vec![Self::Container, Self::Dag]
-    }
-}
-
-/// An Argo input parameter: `{"name": ..., "default": ...}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct InputSpec {
-    pub name: String,
-    pub default: String,
-}
-
 impl Settings {
     /// Parses and validates settings JSON; the error text is meant for the operator.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let mut settings: Self =
+        let value: Value =
             serde_json::from_str(text).map_err(|e| format!("invalid settings: {e}"))?;
-        settings
-            .validate()
-            .map_err(|e| format!("invalid settings: {e}"))?;
-        settings.source_digest = render_settings_digest(text);
-        Ok(settings)
+        Self::build(&value, render_settings_digest(text))
     }
 
     /// Like [`parse`](Self::parse), from an already parsed value.
-    pub fn from_value(value: serde_json::Value) -> Result<Self, String> {
+    pub fn from_value(value: Value) -> Result<Self, String> {
         let source_digest = render_settings_digest(&value.to_string());
-        let mut settings: Self =
-            serde_json::from_value(value).map_err(|e| format!("invalid settings: {e}"))?;
-        settings
-            .validate()
-            .map_err(|e| format!("invalid settings: {e}"))?;
-        settings.source_digest = source_digest;
-        Ok(settings)
+        Self::build(&value, source_digest)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
-        check_image("driver.image", &self.driver.image)?;
-        check_image("launcher.image", &self.launcher.image)?;
-        if let Some(account) = &self.service_account
-            && !is_dns_subdomain(account)
-        {
-            return Err(format!(
-                "serviceAccount {account:?} is not a valid ServiceAccount name"
-            ));
-        }
-        for (index, flag) in self.driver.flags.iter().enumerate() {
-            flag.validate()
-                .map_err(|e| format!("driver.flags[{index}] ({}): {e}", flag.name))?;
-            let clash = self.driver.flags[..index].iter().find(|earlier| {
-                earlier.name == flag.name
-                    && earlier
-                        .drivers
-                        .iter()
-                        .any(|kind| flag.drivers.contains(kind))
-            });
-            if clash.is_some() {
-                return Err(format!(
-                    "driver.flags[{index}]: --{} is listed twice for the same driver",
-                    flag.name
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// The driver flags that apply to `kind`, in settings order.
-    pub fn driver_flags(&self, kind: DriverKind) -> Vec<&FlagSpec> {
-        self.driver
-            .flags
+    fn build(value: &Value, source_digest: String) -> Result<Self, String> {
+        let invalid = |message: String| format!("invalid settings: {message}");
+        let Value::Object(fields) = value else {
+            return Err(invalid(format!(
+                "expected a JSON object keyed by KFP API server variables (V2_DRIVER_IMAGE, ...), \
+                 got {}",
+                pipewarden_guest::swf::json_type(value)
+            )));
+        };
+        if let Some(key) = PRE_COMPILER_KEYS
             .iter()
-            .filter(|flag| flag.drivers.contains(&kind))
-            .collect()
-    }
-}
-
-impl FlagSpec {
-    /// A flag set to `value` for both drivers, written `--name value`.
-    pub fn set(name: &str, value: &str) -> Self {
-        Self {
-            name: name.to_owned(),
-            value: Some(value.to_owned()),
-            default: None,
-            style: FlagStyle::Separate,
-            drivers: DriverKind::both(),
-            input: None,
-        }
-    }
-
-    pub fn validate(&self) -> Result<(), String> {
-        if !is_flag_name(&self.name) {
-            return Err(if self.name.starts_with('-') {
-                "write the name without dashes (log_level, not --log_level)".to_owned()
-            } else {
-                "a flag name is letters, digits, '_', '-' or '.'".to_owned()
-            });
-        }
-        if self.value.is_some() && self.default.is_some() {
-            return Err("give either value or default, not both".to_owned());
-        }
-        if self.drivers.is_empty() {
-            return Err("drivers is empty; omit it to mean both".to_owned());
-        }
-        if let Some(input) = &self.input
-            && !is_flag_name(&input.name)
+            .find(|key| fields.contains_key(**key))
         {
-            return Err(format!(
-                "input name {:?} is not a parameter name",
-                input.name
-            ));
+            return Err(invalid(format!(
+                "{key:?} belongs to the format before renders compiled; name the KFP API \
+                 server's variables instead (V2_DRIVER_IMAGE, V2_LAUNCHER_IMAGE, \
+                 PIPELINE_LOG_LEVEL, PUBLISH_LOGS, DEFAULTPIPELINERUNNERSERVICEACCOUNT, ...; \
+                 see the policy README)"
+            )));
         }
-        Ok(())
+        let notify = match fields.get("notify") {
+            None => Notify::default(),
+            Some(notify) => serde_json::from_value(notify.clone())
+                .map_err(|e| invalid(format!("notify: {e}")))?,
+        };
+        let compile = CompileOptions::from_settings(value).map_err(|e| invalid(e.to_string()))?;
+        check_image("V2_DRIVER_IMAGE", &compile.driver_image).map_err(invalid)?;
+        check_image("V2_LAUNCHER_IMAGE", &compile.launcher_image).map_err(invalid)?;
+        if !is_dns_subdomain(&compile.service_account) {
+            return Err(invalid(format!(
+                "DEFAULTPIPELINERUNNERSERVICEACCOUNT {:?} is not a valid ServiceAccount name",
+                compile.service_account
+            )));
+        }
+        Ok(Settings {
+            compile,
+            notify,
+            source_digest,
+        })
     }
 }
 
@@ -261,14 +139,6 @@ fn check_image(field: &str, image: &str) -> Result<(), String> {
         return Err(format!("{field} must be an image reference, got {image:?}"));
     }
     Ok(())
-}
-
-fn is_flag_name(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with('-')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 /// RFC 1123 subdomain, as Kubernetes requires of ServiceAccount names.

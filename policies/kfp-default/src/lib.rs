@@ -1,7 +1,8 @@
 //! The default pipewarden policy for Kubeflow Pipelines.
 //!
-//! Renders ScheduledWorkflows to the driver/launcher images and driver flags its settings name
-//! (see `settings/kfp-2.17.0.json` and the README), decides rebuilds from the version and
+//! Renders ScheduledWorkflows by recompiling the pipeline they carry with KFP 2.17.0's compiler
+//! (ported in `kfp-compiler`) for the API server variables its settings name (see
+//! `settings/kfp-2.17.0.json` and the README), decides rebuilds from the version and
 //! render-hash stamps, applies Argo 4.1's stale-copy rules to workflow events and notifies the
 //! completions its `notify` setting names (workflows with an exit handler, or all). The logic
 //! is in [`kfp_core`], where native callers (tests, benchmarks) should reach it; this crate

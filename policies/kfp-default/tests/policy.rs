@@ -44,9 +44,10 @@ fn should_rebuild(policy: RebuildPolicy, swf: &str) -> RebuildDecision {
 #[test]
 fn validate_settings_accepts_the_shipped_file_and_explains_bad_ones() {
     assert_eq!(KfpDefault::validate_settings(settings()), Ok(()));
-    let error = KfpDefault::validate_settings(r#"{"driver":{}}"#.to_owned()).unwrap_err();
+    let error =
+        KfpDefault::validate_settings(r#"{"V2_DRIVER_IMAGE":"a b"}"#.to_owned()).unwrap_err();
     assert!(
-        error.starts_with("invalid settings:") && error.contains("image"),
+        error.starts_with("invalid settings:") && error.contains("V2_DRIVER_IMAGE"),
         "{error}"
     );
 }
@@ -78,14 +79,14 @@ fn kfp_2_3_is_rebuilt_then_left_alone() {
 fn render_with_bad_settings_is_an_error() {
     let context = RenderContext {
         target_version: None,
-        settings: "{}".to_owned(),
+        settings: r#"{"PUBLISH_LOGS": ["true"]}"#.to_owned(),
     };
     let error = KfpDefault::render_swf(swf("kfp-2.3.yaml"), context).unwrap_err();
     assert!(error.contains("invalid settings"), "{error}");
 }
 
 #[test]
-fn corrupted_swf_is_flagged_and_its_render_fails_clearly() {
+fn corrupted_swf_is_flagged_and_not_rebuildable() {
     let corrupted = swf("kfp-2.3-corrupted.yaml");
     let decision = should_rebuild(RebuildPolicy::OnVersionChange, &corrupted);
     assert!(
@@ -93,15 +94,22 @@ fn corrupted_swf_is_flagged_and_its_render_fails_clearly() {
         "{decision:?}"
     );
     let error = render(&corrupted).unwrap_err();
-    assert!(error.contains("dynamicKey1"), "{error}");
+    assert!(
+        error.starts_with(pipewarden_guest::NOT_REBUILDABLE_PREFIX),
+        "{error}"
+    );
 }
 
 #[test]
-fn reference_only_is_skipped_and_returned_unchanged() {
+fn reference_only_is_skipped_as_not_rebuildable() {
     let reference = swf("kfp-reference-only.yaml");
     let decision = should_rebuild(RebuildPolicy::Always, &reference);
-    assert!(matches!(decision, RebuildDecision::Skip(_)), "{decision:?}");
-    assert_eq!(render(&reference).unwrap(), reference);
+    let prefix = pipewarden_guest::NOT_REBUILDABLE_PREFIX;
+    assert!(
+        matches!(&decision, RebuildDecision::Skip(why) if why.starts_with(prefix)),
+        "{decision:?}"
+    );
+    assert!(render(&reference).unwrap_err().starts_with(prefix));
 }
 
 #[test]

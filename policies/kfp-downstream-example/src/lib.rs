@@ -17,7 +17,7 @@ use kfp_core::args::apply_flags;
 use kfp_core::{FlagSpec, FlagStyle, LAUNCHER_CONTAINER, Settings};
 
 /// The default policy's settings plus `launcherFlags`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct DownstreamSettings {
     pub base: Settings,
     pub launcher_flags: Vec<FlagSpec>,

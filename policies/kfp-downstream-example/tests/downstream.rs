@@ -55,7 +55,11 @@ fn adds_the_launcher_flag_the_default_policy_does_not() {
             CA_FLAG,
             "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
             "--copy",
-            "/kfp-launcher/launch"
+            "/kfp-launcher/launch",
+            "--log_level",
+            "1",
+            "--publish_logs",
+            "true"
         ]
     );
 }
@@ -97,13 +101,15 @@ fn exported_render_reads_settings_from_the_context() {
     assert!(launcher_args(&out).contains(&CA_FLAG.to_owned()));
     let bad = RenderContext {
         target_version: None,
-        settings: "{}".to_owned(),
+        settings: r#"{"PUBLISH_LOGS": ["true"]}"#.to_owned(),
     };
     assert!(KfpDownstream::render_swf(swf("kfp-2.3.yaml"), bad).is_err());
 }
 
+/// Each render compiles the pipeline afresh, so a `default` fills in the flag every time: a
+/// value edited into the live workflow is not kept (the compile is the source of truth).
 #[test]
-fn default_value_keeps_an_existing_flag() {
+fn default_value_fills_the_flag_into_every_compile() {
     let mut settings = settings();
     settings.launcher_flags[0].value = None;
     settings.launcher_flags[0].default = Some("/default.pem".to_owned());
@@ -116,7 +122,8 @@ fn default_value_keeps_an_existing_flag() {
         .replace("/default.pem", "/custom.pem");
     custom["spec"]["workflow"]["spec"] = json!(text);
     let again = render_swf(&custom.to_string(), TARGET, &settings).unwrap();
-    assert!(launcher_args(&again).contains(&"/custom.pem".to_owned()));
+    assert!(launcher_args(&again).contains(&"/default.pem".to_owned()));
+    assert_eq!(again, once);
 }
 
 #[test]
@@ -136,9 +143,9 @@ fn settings_are_validated() {
         "{error}"
     );
     value["launcherFlags"] = json!([]);
-    value["launcher"] = json!({});
+    value["V2_LAUNCHER_IMAGE"] = json!("not an image");
     let error = KfpDownstream::validate_settings(value.to_string()).unwrap_err();
-    assert!(error.contains("image"), "{error}");
+    assert!(error.contains("V2_LAUNCHER_IMAGE"), "{error}");
     assert!(KfpDownstream::validate_settings("[".to_owned()).is_err());
 }
 

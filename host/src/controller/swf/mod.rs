@@ -76,6 +76,8 @@ pub(crate) struct SwfLoop {
     permits: Semaphore,
     /// Holds back repeated policy-failure Events about one SWF.
     failure_events: std::sync::Mutex<event_limit::EventLimiter>,
+    /// SWFs already reported not rebuildable, with the reason: said once.
+    not_rebuildable_said: std::sync::Mutex<event_limit::EventLimiter>,
 }
 
 /// Checks the arguments and marks the loop as not ready yet; the returned future runs it.
@@ -121,6 +123,7 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
         failure_events: std::sync::Mutex::new(event_limit::EventLimiter::new(
             event_limit::POLICY_FAILURE_EVENT_WINDOW,
         )),
+        not_rebuildable_said: std::sync::Mutex::new(event_limit::EventLimiter::new(Duration::MAX)),
         ctx: ctx.clone(),
     });
     let apis: Vec<Api<DynamicObject>> = if ctx.namespaces.is_empty() {

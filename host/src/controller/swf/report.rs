@@ -14,6 +14,8 @@ use crate::engine::Export;
 use crate::swf::diff::Change;
 use crate::swf::plan::{Report, WriteKind};
 
+/// Outcome of an SWF the policy cannot rebuild: said once per SWF and reason.
+const NOT_REBUILDABLE: &str = "not-rebuildable";
 /// Events carry at most 1 kB of note.
 const MAX_NOTE_BYTES: usize = 1024;
 /// Changed paths named in an event note; the log and `pipewarden eval` show them all.
@@ -53,6 +55,11 @@ impl Decision {
     pub fn from_report(report: Report) -> Self {
         match report {
             Report::Skipped { reason } => Decision::new("skip", reason),
+            Report::NotRebuildable { reason } => {
+                let reason = reason.trim_end_matches('.');
+                Decision::new(NOT_REBUILDABLE, format!("{reason}; left as it is."))
+                    .with_event(EventType::Normal, "NotRebuildable")
+            }
             Report::UpToDate { reason } => Decision::new("up-to-date", reason),
             Report::WouldRebuild { reason, changes } => Decision::new("would-rebuild", reason)
                 .with_changes(&changes)
@@ -129,8 +136,12 @@ pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, decisi
             })
             .inc();
     }
-    log(&swf.metadata, policy, &decision);
-    let Some((type_, reason)) = decision.event else {
+    // Not rebuildable stays so until the SWF changes: its Event and log line come once per
+    // SWF and reason, later passes log at debug level.
+    let first_time =
+        decision.outcome != NOT_REBUILDABLE || not_rebuildable_first(lp, swf, &decision);
+    log(&swf.metadata, policy, &decision, first_time);
+    let Some((type_, reason)) = decision.event.filter(|_| first_time) else {
         return;
     };
     if decision.policy_error.is_some() && !failure_event_allowed(lp, swf, reason) {
@@ -158,6 +169,18 @@ pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, decisi
     }
 }
 
+/// Whether `swf` is reported not rebuildable for this reason for the first time.
+fn not_rebuildable_first(lp: &SwfLoop, swf: &DynamicObject, decision: &Decision) -> bool {
+    let key = format!(
+        "{}/{} {}",
+        swf.namespace().unwrap_or_default(),
+        swf.name_any(),
+        decision.reason
+    );
+    let mut said = lp.not_rebuildable_said.lock().expect("event limiter lock");
+    said.allow(&key, std::time::Instant::now())
+}
+
 /// Whether this policy-failure Event about `swf` may go out (one per SWF and reason per window).
 fn failure_event_allowed(lp: &SwfLoop, swf: &DynamicObject, reason: &str) -> bool {
     let key = format!(
@@ -169,7 +192,7 @@ fn failure_event_allowed(lp: &SwfLoop, swf: &DynamicObject, reason: &str) -> boo
     limiter.allow(&key, std::time::Instant::now())
 }
 
-fn log(metadata: &ObjectMeta, policy: &PolicyId, decision: &Decision) {
+fn log(metadata: &ObjectMeta, policy: &PolicyId, decision: &Decision, first_time: bool) {
     let namespace = metadata.namespace.as_deref().unwrap_or_default();
     let name = metadata.name.as_deref().unwrap_or_default();
     let target = policy.target.as_deref().unwrap_or("unknown");
@@ -191,6 +214,7 @@ fn log(metadata: &ObjectMeta, policy: &PolicyId, decision: &Decision) {
     // Nothing-to-do lines would repeat for every SWF on every resync.
     match decision.outcome {
         "skip" | "up-to-date" => decision_line!(debug),
+        NOT_REBUILDABLE if !first_time => decision_line!(debug),
         _ if decision.event.is_some_and(|(t, _)| t == EventType::Warning) => {
             decision_line!(warn)
         }

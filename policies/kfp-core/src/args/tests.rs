@@ -1,5 +1,4 @@
 use super::*;
-use crate::DriverKind;
 
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|arg| arg.to_string()).collect()
@@ -11,8 +10,6 @@ fn spec(name: &str, value: Option<&str>, default: Option<&str>, style: FlagStyle
         value: value.map(Into::into),
         default: default.map(Into::into),
         style,
-        drivers: DriverKind::both(),
-        input: None,
     }
 }
 

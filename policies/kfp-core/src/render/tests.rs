@@ -1,8 +1,10 @@
+use kfp_compiler::{CompileOptions, compile_job};
+use pipewarden_guest::NOT_REBUILDABLE_PREFIX;
 use pipewarden_guest::swf::render_digest;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::fixtures::{self, embedded, settings, swf_json, template};
+use crate::fixtures::{self, embedded, settings, swf_json, template, upstream_file};
 
 const TARGET: Option<&str> = Some("2.17.0");
 
@@ -14,53 +16,110 @@ fn parsed(text: &str) -> Value {
     serde_json::from_str(text).unwrap()
 }
 
-#[test]
-fn kfp_2_3_moves_to_the_2_17_drivers_and_launcher() {
-    let rendered = embedded(&render("kfp-2.3.yaml"));
-    let expected = embedded(&swf_json("kfp-2.17.yaml"));
-    for name in ["system-container-driver", "system-dag-driver"] {
-        let (got, want) = (template(&rendered, name), template(&expected, name));
-        assert_eq!(
-            got["container"]["args"], want["container"]["args"],
-            "{name} args"
-        );
-        assert_eq!(
-            got["container"]["image"], want["container"]["image"],
-            "{name} image"
-        );
+/// Settings that are KFP's compiler test environment (nothing set), as upstream's goldens were
+/// compiled in.
+fn upstream_test_settings() -> Settings {
+    Settings::parse("{}").unwrap()
+}
+
+/// An SWF as KFP's API server writes one around `workflow` (its `ScheduledWorkflow`): the
+/// workflow's namespace and service account set, `sidecar.istio.io/inject: "false"` on every
+/// template that has none, the workflow stored as a JSON string. Written out here, apart from
+/// the code under test.
+fn swf_as_api_server_writes(mut workflow: Value, namespace: &str, account: &str) -> Value {
+    workflow["metadata"]["namespace"] = json!(namespace);
+    workflow["spec"]["serviceAccountName"] = json!(account);
+    for template in workflow["spec"]["templates"].as_array_mut().unwrap() {
+        let annotations = &mut template["metadata"]["annotations"];
+        if annotations.get("sidecar.istio.io/inject").is_none() {
+            annotations["sidecar.istio.io/inject"] = json!("false");
+        }
     }
-    let executor = "system-container-impl";
-    assert_eq!(
-        template(&rendered, executor)["initContainers"],
-        template(&expected, executor)["initContainers"]
-    );
+    json!({
+        "apiVersion": "kubeflow.org/v1beta1",
+        "kind": "ScheduledWorkflow",
+        "metadata": {"name": "daily", "namespace": namespace},
+        "spec": {
+            "enabled": true,
+            "trigger": {"cronSchedule": {"cron": "0 0 2 * * *"}},
+            "workflow": {"spec": workflow.to_string()},
+            "serviceAccount": account,
+        },
+    })
+}
+
+fn yaml(path: &str) -> Value {
+    serde_yaml::from_str(&upstream_file(path)).unwrap()
 }
 
 #[test]
-fn kfp_2_3_drivers_gain_the_inputs_new_flags_refer_to() {
-    let rendered = embedded(&render("kfp-2.3.yaml"));
-    for name in ["system-container-driver", "system-dag-driver"] {
-        let parameters = &template(&rendered, name)["inputs"]["parameters"];
-        let task_name = parameters
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == "task-name");
+fn kfp_2_3_0_compile_is_rebuilt_to_the_2_17_0_compile_of_its_ir() {
+    // KFP 2.3.0's own compiler test: hello_world.json with create_pod_metadata.json compiled to
+    // create_pod_metadata.yaml. Rebuilt, it must be what the 2.17.0 compiler (the port proven on
+    // its 102 goldens) makes of the original IR, wrapped as the API server wraps it.
+    let old = yaml("kfp-2.3.0/compiled/create_pod_metadata.yaml");
+    let job: Value = serde_json::from_str(&upstream_file("kfp-2.3.0/ir/hello_world.json")).unwrap();
+    let platform: Value =
+        serde_json::from_str(&upstream_file("kfp-2.3.0/ir/create_pod_metadata.json")).unwrap();
+    for (settings, options) in [
+        (upstream_test_settings(), CompileOptions::upstream_test()),
+        (settings(), settings().compile),
+    ] {
+        let live = swf_as_api_server_writes(old.clone(), "team-a", "default-editor");
+        let rendered = parsed(&render_swf(&live.to_string(), TARGET, &settings).unwrap());
+        let compiled = compile_job(&job, Some(&platform), &options).unwrap();
+        let expected = swf_as_api_server_writes(compiled, "team-a", "default-editor");
         assert_eq!(
-            task_name,
-            Some(&json!({"name": "task-name", "default": ""})),
-            "{name}"
+            embedded(&rendered.to_string()),
+            embedded(&expected.to_string()),
+            "{options:?}"
+        );
+        // The 2.17 drivers look executions up by task name: every driver call passes it.
+        let workflow = embedded(&rendered.to_string());
+        assert!(workflow.to_string().contains("--task_name"));
+    }
+}
+
+#[test]
+fn swfs_kfp_2_17_0_wrote_render_to_themselves() {
+    // What KFP >= 2.4's ReconcileSwfCrs writes for 2.17.0: its compile, wrapped.
+    for case in [
+        "add_numbers",
+        "pipeline_with_workspace",
+        "pipeline_with_loops",
+        "pipeline_with_multiple_exit_handlers",
+    ] {
+        let golden = yaml(&format!("kfp-2.17.0/compiled/{case}.yaml"));
+        let live = swf_as_api_server_writes(golden, "kubeflow-user-example-com", "default-editor");
+        let rendered = render_swf(&live.to_string(), TARGET, &upstream_test_settings()).unwrap();
+        assert_eq!(embedded(&rendered), embedded(&live.to_string()), "{case}");
+        // The whole spec: nothing for the host to write but stamps, which it never writes alone.
+        let normalized = |swf: &Value| pipewarden_guest::swf::normalized_spec(&swf["spec"]);
+        assert_eq!(normalized(&parsed(&rendered)), normalized(&live), "{case}");
+        assert_eq!(
+            parsed(&rendered)["spec"]["serviceAccount"],
+            "default-editor"
         );
     }
 }
 
 #[test]
-fn kfp_2_17_workflow_is_left_as_it_is() {
-    let original = swf_json("kfp-2.17.yaml");
+fn kfp_2_3_fixture_gets_what_the_2_17_compiler_adds() {
+    let rendered = embedded(&render("kfp-2.3.yaml"));
+    let driver = template(&rendered, "system-container-driver");
+    let args = driver["container"]["args"].to_string();
+    assert!(args.contains("--task_name"), "{args}");
     assert_eq!(
-        embedded(&render_swf(&original, TARGET, &settings()).unwrap()),
-        embedded(&original)
+        driver["container"]["image"],
+        "ghcr.io/kubeflow/kfp-driver:2.17.0"
     );
+    assert_eq!(
+        rendered["metadata"]["namespace"],
+        "kubeflow-user-example-com"
+    );
+    assert_eq!(rendered["spec"]["serviceAccountName"], "default-editor");
+    let launcher = &template(&rendered, "system-container-impl")["initContainers"][0];
+    assert_eq!(launcher["image"], "ghcr.io/kubeflow/kfp-launcher:2.17.0");
 }
 
 #[test]
@@ -129,16 +188,53 @@ fn legacy_object_form_renders_like_the_string_form() {
 }
 
 #[test]
-fn reference_only_comes_back_unchanged() {
-    let input = swf_json("kfp-reference-only.yaml");
-    assert_eq!(render_swf(&input, TARGET, &settings()).unwrap(), input);
+fn reference_only_is_not_rebuildable() {
+    let error = render_swf(&swf_json("kfp-reference-only.yaml"), TARGET, &settings()).unwrap_err();
+    assert!(error.starts_with(NOT_REBUILDABLE_PREFIX), "{error}");
+    assert!(error.contains("reference-only"), "{error}");
 }
 
 #[test]
-fn corrupted_spec_is_a_clear_error() {
+fn an_overwritten_workflow_is_not_rebuildable() {
     let error = render_swf(&swf_json("kfp-2.3-corrupted.yaml"), TARGET, &settings()).unwrap_err();
-    assert!(error.contains("no Argo Workflow"), "{error}");
-    assert!(error.contains("dynamicKey1"), "{error}");
+    assert!(error.starts_with(NOT_REBUILDABLE_PREFIX), "{error}");
+    assert!(
+        error.contains("not a workflow compiled by KFP v2"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_v1_pipeline_is_not_rebuildable() {
+    let mut swf = parsed(&swf_json("kfp-2.3.yaml"));
+    let v1 = json!({
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"generateName": "echo-", "annotations": {"pipelines.kubeflow.org/pipeline_spec": "{}"}},
+        "spec": {"entrypoint": "echo", "templates": [{
+            "name": "echo",
+            "metadata": {"annotations": {"pipelines.kubeflow.org/component_spec": "{}"}},
+            "container": {"image": "alpine", "command": ["echo"]},
+        }]},
+    });
+    swf["spec"]["workflow"]["spec"] = json!(v1.to_string());
+    let error = render_swf(&swf.to_string(), TARGET, &settings()).unwrap_err();
+    assert!(error.starts_with(NOT_REBUILDABLE_PREFIX), "{error}");
+    assert!(error.contains("KFP v1"), "{error}");
+}
+
+#[test]
+fn a_damaged_kfp_workflow_is_a_render_failure() {
+    let mut swf = parsed(&swf_json("kfp-2.3.yaml"));
+    let mut workflow = embedded(&swf.to_string());
+    let parameters = workflow["spec"]["arguments"]["parameters"]
+        .as_array_mut()
+        .unwrap();
+    parameters.retain(|p| !p["name"].as_str().unwrap().starts_with("implementations-"));
+    swf["spec"]["workflow"]["spec"] = json!(workflow.to_string());
+    let error = render_swf(&swf.to_string(), TARGET, &settings()).unwrap_err();
+    assert!(!error.starts_with(NOT_REBUILDABLE_PREFIX), "{error}");
+    assert!(error.contains("damaged"), "{error}");
 }
 
 #[test]
@@ -159,7 +255,7 @@ fn unreadable_inputs_are_errors() {
 }
 
 #[test]
-fn parameters_keep_their_order() {
+fn live_parameters_are_kept() {
     let input = parsed(&swf_json("kfp-2.3-parameters.yaml"));
     let out = parsed(&render("kfp-2.3-parameters.yaml"));
     assert_eq!(
@@ -169,10 +265,37 @@ fn parameters_keep_their_order() {
 }
 
 #[test]
-fn service_account_is_applied_only_when_configured() {
-    let mut with_account = settings();
-    with_account.service_account = Some("pipeline-runner".to_owned());
-    let out = parsed(&render_swf(&swf_json("kfp-2.3.yaml"), TARGET, &with_account).unwrap());
+fn the_runtime_parameters_go_into_the_compile_as_the_api_server_put_them() {
+    let out = parsed(&render("kfp-2.3-parameters.yaml"));
+    let workflow = embedded(&out.to_string());
+    let root_driver = workflow["spec"]["templates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["dag"]["tasks"].as_array().into_iter().flatten())
+        .find(|task| task["name"] == "root-driver")
+        .unwrap();
+    let config = root_driver["arguments"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "runtime-config")
+        .unwrap();
+    let config: Value = serde_json::from_str(config["value"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        config["parameterValues"],
+        json!({"message": "hello world", "repeat": 3, "threshold": 0.5})
+    );
+    // Rendering the render keeps them (they are in the compile now, and still in the SWF).
+    let again = parsed(&render_swf(&out.to_string(), TARGET, &settings()).unwrap());
+    assert_eq!(again, out);
+}
+
+#[test]
+fn the_recurring_runs_service_account_wins_over_the_default() {
+    let mut swf = parsed(&swf_json("kfp-2.3.yaml"));
+    swf["spec"]["serviceAccount"] = json!("");
+    let out = parsed(&render_swf(&swf.to_string(), TARGET, &settings()).unwrap());
     assert_eq!(out["spec"]["serviceAccount"], "pipeline-runner");
     assert_eq!(
         embedded(&out.to_string())["spec"]["serviceAccountName"],
@@ -180,111 +303,18 @@ fn service_account_is_applied_only_when_configured() {
     );
     let plain = parsed(&render("kfp-2.3.yaml"));
     assert_eq!(plain["spec"]["serviceAccount"], "default-editor");
-    assert_eq!(
-        embedded(&plain.to_string())["spec"]["serviceAccountName"],
-        "default-editor"
-    );
 }
 
-fn workflow_with(templates: Value) -> EmbeddedWorkflow {
-    EmbeddedWorkflow {
-        value: json!({"kind": "Workflow", "spec": {"templates": templates}}),
-        form: pipewarden_guest::swf::SpecForm::String,
+#[test]
+fn every_template_gets_the_istio_annotation() {
+    let rendered = embedded(&render("kfp-2.3.yaml"));
+    for template in rendered["spec"]["templates"].as_array().unwrap() {
+        assert_eq!(
+            template["metadata"]["annotations"]["sidecar.istio.io/inject"], "false",
+            "{}",
+            template["name"]
+        );
     }
-}
-
-fn driver(name: &str, args: Value) -> Value {
-    json!({"name": name, "container": {"command": ["driver"], "image": "old", "args": args}})
-}
-
-#[test]
-fn driver_kind_falls_back_to_the_template_name() {
-    let mut workflow = workflow_with(json!([
-        driver("system-container-driver", json!(["--pipeline_name", "p"])),
-        driver("system-dag-driver", json!(["--pipeline_name", "p"])),
-    ]));
-    let mut minimal = settings();
-    minimal.driver.flags.retain(|flag| flag.name != "type");
-    migrate_workflow(&mut workflow, &minimal).unwrap();
-    let templates = &workflow.value["spec"]["templates"];
-    assert!(
-        templates[0]["container"]["args"]
-            .to_string()
-            .contains("--container")
-    );
-    assert!(
-        templates[1]["container"]["args"]
-            .to_string()
-            .contains("--runtime_config")
-    );
-}
-
-#[test]
-fn driver_of_unknown_kind_is_an_error() {
-    let mut workflow = workflow_with(json!([driver("mystery", json!([]))]));
-    let error = migrate_workflow(&mut workflow, &settings()).unwrap_err();
-    assert!(
-        error.contains("template mystery") && error.contains("--type"),
-        "{error}"
-    );
-}
-
-#[test]
-fn missing_per_pipeline_flag_is_an_error() {
-    let mut workflow = workflow_with(json!([driver("d", json!(["--type", "CONTAINER"]))]));
-    let error = migrate_workflow(&mut workflow, &settings()).unwrap_err();
-    assert!(
-        error.contains("template d") && error.contains("--pipeline_name"),
-        "{error}"
-    );
-}
-
-#[test]
-fn malformed_templates_are_errors() {
-    let mut workflow = workflow_with(json!([driver("d", json!(["--type", 1]))]));
-    let error = migrate_workflow(&mut workflow, &settings()).unwrap_err();
-    assert!(error.contains("non-string"), "{error}");
-    let mut workflow = workflow_with(json!([driver("d", json!("--type"))]));
-    assert!(
-        migrate_workflow(&mut workflow, &settings())
-            .unwrap_err()
-            .contains("not a list")
-    );
-    let mut workflow = workflow_with(json!(["text"]));
-    assert!(
-        migrate_workflow(&mut workflow, &settings())
-            .unwrap_err()
-            .contains("templates[0]")
-    );
-    let mut workflow = workflow_with(json!({}));
-    assert!(
-        migrate_workflow(&mut workflow, &settings())
-            .unwrap_err()
-            .contains("not a list")
-    );
-    let mut bad_inputs = driver("d", json!(["--type", "CONTAINER", "--pipeline_name", "p"]));
-    bad_inputs["inputs"] = json!({"parameters": {}});
-    let mut workflow = workflow_with(json!([bad_inputs]));
-    let error = migrate_workflow(&mut workflow, &settings()).unwrap_err();
-    assert!(error.contains("inputs.parameters"), "{error}");
-}
-
-#[test]
-fn non_driver_containers_are_untouched() {
-    let user = json!({"name": "train", "container": {"command": ["python"], "image": "me:1"}});
-    let mut workflow = workflow_with(json!([user.clone()]));
-    migrate_workflow(&mut workflow, &settings()).unwrap();
-    assert_eq!(workflow.value["spec"]["templates"][0], user);
-}
-
-#[test]
-fn workflow_without_drivers_is_only_stamped() {
-    let mut swf = parsed(&swf_json("kfp-2.3.yaml"));
-    let v1 = json!({"kind": "Workflow", "spec": {"templates": [{"name": "main", "container": {"image": "x"}}]}});
-    swf["spec"]["workflow"]["spec"] = json!(v1.to_string());
-    let out = parsed(&render_swf(&swf.to_string(), TARGET, &settings()).unwrap());
-    assert_eq!(embedded(&out.to_string()), v1);
-    assert_eq!(out["metadata"]["annotations"][VERSION_ANNOTATION], "2.17.0");
 }
 
 #[test]

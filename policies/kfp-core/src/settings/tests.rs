@@ -14,125 +14,74 @@ fn error_of(edit: impl FnOnce(&mut serde_json::Value)) -> String {
 }
 
 #[test]
-fn shipped_settings_cover_both_drivers() {
+fn shipped_settings_are_a_default_kfp_2_17_0_install() {
     let settings = fixtures::settings();
-    assert_eq!(settings.driver_flags(DriverKind::Container).len(), 29);
-    assert_eq!(settings.driver_flags(DriverKind::Dag).len(), 28);
-    assert_eq!(settings.service_account, None);
-}
-
-#[test]
-fn minimal_settings_parse() {
-    let text = r#"{"driver":{"image":"d:1"},"launcher":{"image":"l:1"}}"#;
-    let settings = Settings::parse(text).unwrap();
-    assert!(settings.driver.flags.is_empty());
-}
-
-#[test]
-fn from_value_validates_too() {
-    let value = json!({"driver": {"image": ""}, "launcher": {"image": "l:1"}});
-    assert!(
-        Settings::from_value(value)
-            .unwrap_err()
-            .contains("driver.image")
+    assert_eq!(
+        settings.compile,
+        kfp_compiler::CompileOptions {
+            // The manifests' COMPILED_PIPELINE_SPEC_PATCH: an empty patch.
+            spec_patch: Some("{}".to_owned()),
+            ..kfp_compiler::CompileOptions::kfp_2_17_0_install()
+        }
     );
 }
 
 #[test]
-fn not_json_is_rejected() {
+fn empty_settings_are_kfp_with_nothing_set() {
+    let settings = Settings::parse("{}").unwrap();
+    assert_eq!(
+        settings.compile,
+        kfp_compiler::CompileOptions::upstream_test()
+    );
+}
+
+#[test]
+fn variables_kfp_does_not_read_are_ignored() {
+    let settings = with(|s| s["DBCONFIG_USER"] = json!("root")).unwrap();
+    assert_eq!(settings.compile, fixtures::settings().compile);
+}
+
+#[test]
+fn from_value_validates_too() {
+    let value = json!({"V2_DRIVER_IMAGE": "has space"});
+    let error = Settings::from_value(value).unwrap_err();
+    assert!(error.contains("V2_DRIVER_IMAGE"), "{error}");
+}
+
+#[test]
+fn not_json_or_not_an_object_is_rejected() {
     assert!(
         Settings::parse("driver: x")
             .unwrap_err()
             .starts_with("invalid settings:")
     );
+    let error = Settings::parse("[]").unwrap_err();
+    assert!(error.contains("JSON object"), "{error}");
 }
 
 #[test]
-fn unknown_fields_are_rejected_by_name() {
-    let error = error_of(|s| s["driver"]["imgae"] = json!("x"));
-    assert!(error.contains("imgae"), "{error}");
-    let error = error_of(|s| s["launcherImage"] = json!("x"));
-    assert!(error.contains("launcherImage"), "{error}");
+fn the_pre_compiler_format_is_refused_with_a_pointer() {
+    let text = r#"{"driver":{"image":"d:1"},"launcher":{"image":"l:1"}}"#;
+    let error = Settings::parse(text).unwrap_err();
+    assert!(error.contains("\"driver\""), "{error}");
+    assert!(error.contains("V2_DRIVER_IMAGE"), "{error}");
 }
 
 #[test]
-fn images_are_required_and_checked() {
-    assert!(error_of(|s| s["launcher"] = json!({})).contains("image"));
-    assert!(error_of(|s| s["driver"]["image"] = json!("")).contains("driver.image"));
-    assert!(error_of(|s| s["launcher"]["image"] = json!("a b")).contains("launcher.image"));
+fn values_kfp_would_refuse_are_named() {
+    let error = error_of(|s| s["METADATA_TLS_ENABLED"] = json!("yes"));
+    assert!(error.contains("METADATA_TLS_ENABLED"), "{error}");
+    let error = error_of(|s| s["V2_LAUNCHER_IMAGE"] = json!(["l:1"]));
+    assert!(error.contains("V2_LAUNCHER_IMAGE"), "{error}");
 }
 
 #[test]
 fn service_account_is_checked() {
-    assert!(with(|s| s["serviceAccount"] = json!("pipeline-runner")).is_ok());
-    for bad in ["", "Runner", "-runner", "runner_1"] {
-        let error = error_of(|s| s["serviceAccount"] = json!(bad));
-        assert!(error.contains("serviceAccount"), "{bad:?}: {error}");
-    }
-}
-
-#[test]
-fn flag_names_are_written_without_dashes() {
-    let error = error_of(|s| s["driver"]["flags"][0]["name"] = json!("--type"));
-    assert!(
-        error.contains("driver.flags[0]") && error.contains("without dashes"),
-        "{error}"
-    );
-    let error = error_of(|s| s["driver"]["flags"][0]["name"] = json!("a b"));
-    assert!(error.contains("flag name"), "{error}");
-}
-
-#[test]
-fn value_and_default_are_exclusive() {
-    let error = error_of(|s| s["driver"]["flags"][2]["default"] = json!("x"));
-    assert!(error.contains("either value or default"), "{error}");
-}
-
-#[test]
-fn drivers_must_not_be_empty_or_unknown() {
-    assert!(error_of(|s| s["driver"]["flags"][0]["drivers"] = json!([])).contains("drivers"));
-    let error = error_of(|s| s["driver"]["flags"][0]["drivers"] = json!(["launcher"]));
-    assert!(error.contains("launcher"), "{error}");
-}
-
-#[test]
-fn style_must_be_known() {
-    let error = error_of(|s| s["driver"]["flags"][0]["style"] = json!("space"));
-    assert!(error.contains("space"), "{error}");
-}
-
-#[test]
-fn duplicate_flags_clash_only_for_the_same_driver() {
-    let error = error_of(|s| {
-        let flags = s["driver"]["flags"].as_array_mut().unwrap();
-        flags.push(json!({"name": "log_level", "value": "2", "drivers": ["dag"]}));
-    });
-    assert!(error.contains("listed twice"), "{error}");
-    let split = with(|s| {
-        s["driver"]["flags"] = json!([
-            {"name": "type", "value": "CONTAINER", "drivers": ["container"]},
-            {"name": "type", "drivers": ["dag"]}
-        ]);
-    });
-    assert!(split.is_ok(), "{split:?}");
-}
-
-#[test]
-fn input_names_are_checked() {
-    let error = error_of(|s| s["driver"]["flags"][9]["input"]["name"] = json!(""));
-    assert!(error.contains("input name"), "{error}");
-    let error = error_of(|s| {
-        s["driver"]["flags"][9]["input"] = json!({"name": "task-name"});
-    });
-    assert!(error.contains("default"), "{error}");
-}
-
-#[test]
-fn flag_spec_set_builds_a_plain_flag() {
-    let flag = FlagSpec::set("ca_cert_path", "/ca.pem");
-    assert_eq!(flag.value.as_deref(), Some("/ca.pem"));
-    assert_eq!(flag.style, FlagStyle::Separate);
-    assert!(flag.validate().is_ok());
+    let error = error_of(|s| s["DEFAULTPIPELINERUNNERSERVICEACCOUNT"] = json!("Not_Valid"));
+    assert!(error.contains("Not_Valid"), "{error}");
+    let settings =
+        with(|s| s["DEFAULTPIPELINERUNNERSERVICEACCOUNT"] = json!("kfp-runner")).unwrap();
+    assert_eq!(settings.compile.service_account, "kfp-runner");
 }
 
 #[test]
@@ -162,7 +111,7 @@ fn notify_is_read_alone_on_the_exit_path() {
     assert_eq!(Notify::from_settings("{}"), Notify::ExitHandler);
     // A key named notify deeper down is not the setting.
     assert_eq!(
-        Notify::from_settings(r#"{"driver":{"notify":"all"}}"#),
+        Notify::from_settings(r#"{"other":{"notify":"all"}}"#),
         Notify::ExitHandler
     );
 }
@@ -177,6 +126,6 @@ fn notify_does_not_change_the_render_digest() {
         plain.source_digest,
         pipewarden_guest::canonical::settings_digest(&fixtures::settings_text())
     );
-    let other_image = with(|s| s["launcher"]["image"] = json!("l:2")).unwrap();
+    let other_image = with(|s| s["V2_LAUNCHER_IMAGE"] = json!("l:2")).unwrap();
     assert_ne!(plain.source_digest, other_image.source_digest);
 }

@@ -6,6 +6,7 @@
 //! controller's own log goes to a file (`--log=PATH`, by default `target/demo/pipewarden.log`),
 //! so it never lands between the tables; the demo prints where it is and what it holds.
 
+mod compile_check;
 mod controller_log;
 mod report;
 mod run;

@@ -85,10 +85,16 @@ pub async fn seed(client: &Client) -> Result<Seeded> {
     })
 }
 
-/// The object of `yaml` moved to another profile namespace, optionally renamed.
+/// The object of `yaml` moved to another profile namespace, optionally renamed. An SWF's
+/// embedded workflow moves too, as KFP's API server writes the namespace into it.
 fn placed(yaml: &str, namespace: &str, name: Option<&str>) -> Result<String> {
     let mut object = parse_object(yaml)?;
     object.metadata.namespace = Some(namespace.to_owned());
+    if let Some(text) = object.data["spec"]["workflow"]["spec"].as_str() {
+        let mut workflow: serde_json::Value = serde_json::from_str(text)?;
+        workflow["metadata"]["namespace"] = namespace.into();
+        object.data["spec"]["workflow"]["spec"] = workflow.to_string().into();
+    }
     if let Some(name) = name {
         object.metadata.name = Some(name.to_owned());
     }

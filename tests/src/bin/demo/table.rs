@@ -23,10 +23,14 @@ pub async fn inventory(client: &Client) -> Result<Vec<Row>> {
         let driver = embedded
             .as_ref()
             .map_or("(compiled at run time)".to_owned(), driver_image);
-        let state = swf
+        let stamp = swf
             .annotations()
             .get("pipelines.kubeflow.org/version")
-            .map(|version| format!("stamped {version}"));
+            .map(|version| format!("stamped {version}, "));
+        let state = embedded.as_ref().map(|workflow| {
+            let versus = crate::compile_check::versus_kfp_2_17(&swf, workflow);
+            format!("{}{versus}", stamp.unwrap_or_default())
+        });
         rows.push(row(&swf, "ScheduledWorkflow", driver, state));
     }
     let workflows: Api<DynamicObject> = Api::all_with(client.clone(), &workflow_resource());
