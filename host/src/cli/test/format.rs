@@ -310,10 +310,8 @@ fn check_case(case: &Case) -> anyhow::Result<()> {
                 "settingsReplace",
                 !case.settings_replace.is_empty(),
             )]))?;
-            if let Some(tombstone) = &case.tombstone {
-                if tombstone.rv.is_empty() {
-                    bail!("tombstone.rv is empty");
-                }
+            if case.tombstone.as_ref().is_some_and(|t| t.rv.is_empty()) {
+                bail!("tombstone.rv is empty");
             }
             match (&case.event, &case.events) {
                 (Some(event), None) => {
