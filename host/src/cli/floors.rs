@@ -222,7 +222,23 @@ pub fn check_run(args: &RunArgs) -> anyhow::Result<()> {
             100,
         ),
     ]);
-    check(&floors)
+    check(&floors)?;
+    check_pool(args)
+}
+
+/// Each loop makes up to `--concurrency` decisions at once, each in its own pooled instance;
+/// beyond the pool a decision fails instead of waiting, so the pool must hold both loops' worth.
+fn check_pool(args: &RunArgs) -> anyhow::Result<()> {
+    let pool = args.policy.resolved_budget().pool_size as usize;
+    let needed = 2 * args.concurrency;
+    if pool < needed {
+        bail!(
+            "--policy-pool-size (PIPEWARDEN_POLICY_POOL_SIZE) is {pool}; --concurrency {} lets \
+             the two loops run {needed} decisions at once: raise the pool or lower --concurrency",
+            args.concurrency
+        );
+    }
+    Ok(())
 }
 
 const SECOND: Duration = Duration::from_secs(1);

@@ -286,3 +286,24 @@ fn eval_writes_one_yaml_document_per_row() {
         "{stdout}"
     );
 }
+
+#[test]
+fn run_refuses_a_policy_pool_smaller_than_both_loops_concurrency() {
+    let out = super::pipewarden_with_env(
+        &[
+            "run",
+            "--policy",
+            "unused.wasm",
+            "--budget",
+            "interpreter",
+            "--concurrency",
+            "12",
+        ],
+        &[],
+    );
+    let line = super::refusal(&out);
+    assert!(
+        line.contains("--policy-pool-size (PIPEWARDEN_POLICY_POOL_SIZE) is 16; --concurrency 12"),
+        "{line}"
+    );
+}
