@@ -21,7 +21,7 @@ use pipewarden::engine::{
     RenderContext, Stamps, Tombstone, WorkflowEvent,
 };
 
-const SAMPLES: usize = 400;
+const SAMPLES: usize = 200;
 const WARMUP: usize = 20;
 
 struct Subject {
@@ -228,7 +228,7 @@ fn concurrent_peak_rss(
         .map(|_| {
             let (policy, input) = (policy.clone(), input.clone());
             std::thread::spawn(move || -> anyhow::Result<()> {
-                for _ in 0..20 {
+                for _ in 0..10 {
                     policy.should_rebuild(&input)?;
                 }
                 Ok(())
