@@ -13,7 +13,7 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo test toolchain control-plane policies bench bench-swf lint
+.PHONY: demo test toolchain control-plane policies bench bench-swf lint sdk-examples test-sdk bench-sdk
 
 demo: control-plane policies
 	$(call phase,demo,$(CARGO) run -q -p pipewarden-tests --bin demo -- $(DEMO_ARGS))
@@ -49,3 +49,50 @@ bench-swf: control-plane policies
 lint:
 	$(call phase,fmt,$(CARGO) fmt --all --check)
 	$(call phase,clippy,$(CARGO) clippy --workspace --all-targets -- -D warnings)
+
+# Python and JavaScript policies: the SDKs' own tests, the examples built from registry packages
+# (pinned; installed under .cache/), and the shared cases through `pipewarden test` for all three
+# languages. Needs python3 (3.10+) with venv, node 20+ and npm.
+COMPONENTIZE_PY_VERSION := 0.25.1
+COMPONENTIZE_JS_VERSION := 0.23.0
+JCO_VERSION := 1.35.0
+PY_VENV := .cache/python-sdk
+JS_TOOLS := .cache/js-sdk
+SDK_OUT := target/sdk
+PIPEWARDEN_BIN := target/debug/pipewarden
+# Compiled policies are cached: a debug build of the host takes minutes to compile an 18 MB
+# interpreter component, a cached load milliseconds.
+SDK_TEST := $(PIPEWARDEN_BIN) test --cache-dir .cache/policy-cache
+
+$(PY_VENV)/.componentize-py-$(COMPONENTIZE_PY_VERSION):
+	python3 -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install -q componentize-py==$(COMPONENTIZE_PY_VERSION)
+	touch $@
+
+$(JS_TOOLS)/.componentize-js-$(COMPONENTIZE_JS_VERSION):
+	mkdir -p $(JS_TOOLS)
+	npm install -s --no-fund --no-audit --prefix $(JS_TOOLS) @bytecodealliance/componentize-js@$(COMPONENTIZE_JS_VERSION) @bytecodealliance/jco@$(JCO_VERSION)
+	touch $@
+
+$(SDK_OUT)/python_example.wasm: $(PY_VENV)/.componentize-py-$(COMPONENTIZE_PY_VERSION) wit/policy.wit $(wildcard guest-python/pipewarden/*.py policies/python-example/*.py)
+	mkdir -p $(SDK_OUT)
+	$(PY_VENV)/bin/componentize-py -d wit -w policy componentize -p guest-python -p policies/python-example app -o $@
+
+# componentize-js is the engine of `jco componentize`; called directly, as jco 1.35's wrapper
+# fails reading the WIT metadata of a world without wasi:http.
+$(SDK_OUT)/js_example.wasm: $(JS_TOOLS)/.componentize-js-$(COMPONENTIZE_JS_VERSION) wit/policy.wit $(wildcard guest-js/src/*.js policies/js-example/*.js)
+	mkdir -p $(SDK_OUT)
+	$(JS_TOOLS)/node_modules/.bin/componentize-js policies/js-example/policy.js --wit wit -n policy -d http -d fetch-event -o $@
+
+sdk-examples: $(SDK_OUT)/python_example.wasm $(SDK_OUT)/js_example.wasm
+
+test-sdk: policies sdk-examples
+	$(call phase,sdk unit tests,python3 -m unittest discover -s guest-python/tests && node --test guest-js/test/)
+	$(call phase,pipewarden build,$(CARGO) build -q -p pipewarden)
+	$(call phase,shared cases: rust,$(SDK_TEST) --policy target/$(POLICY_TARGET)/policy/kfp_default.wasm tests/cases/shared.yaml)
+	$(call phase,shared cases: python,$(SDK_TEST) --policy $(SDK_OUT)/python_example.wasm --budget interpreter tests/cases/shared.yaml)
+	$(call phase,shared cases: javascript,$(SDK_TEST) --policy $(SDK_OUT)/js_example.wasm --budget interpreter tests/cases/shared.yaml)
+
+# Component size, load and fresh-instance decision times, peak memory: Python and JS beside Rust.
+bench-sdk: policies sdk-examples
+	$(call phase,bench-sdk,$(CARGO) bench -p pipewarden --bench sdk_policies)

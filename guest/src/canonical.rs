@@ -1,52 +1,20 @@
 //! Canonical JSON and digests.
 //!
-//! Canonical here means: object keys sorted by their UTF-8 bytes, no whitespace, numbers and
-//! strings as `serde_json` writes them. Two values that are equal as JSON give the same text
-//! (and digest) however their keys were ordered, and regardless of serde_json's
-//! `preserve_order` feature.
+//! Canonical JSON is RFC 8785, the JSON Canonicalization Scheme (JCS), written by the
+//! `serde_json_canonicalizer` crate: object keys sorted by their UTF-16 code units, no
+//! whitespace, strings escaped only where JSON requires it, numbers as ECMAScript writes them.
+//! The Python and JavaScript SDKs write the same bytes (`tests/data/jcs/vectors.json` holds the
+//! vectors all three check), so a render or settings digest is the same in every language. For
+//! ASCII keys and integers, the common case in Kubernetes objects, the text is what sorted-key
+//! compact `serde_json` writes.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// `value` as canonical JSON text.
+/// `value` as RFC 8785 canonical JSON text.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = Vec::with_capacity(256);
-    write_canonical(value, &mut out);
-    String::from_utf8(out).expect("serde_json writes UTF-8")
-}
-
-fn write_canonical(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<_> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push(b'{');
-            for (index, (key, item)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_scalar(key, out);
-                out.push(b':');
-                write_canonical(item, out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(items) => {
-            out.push(b'[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(b']');
-        }
-        scalar => write_scalar(scalar, out),
-    }
-}
-
-fn write_scalar(scalar: &(impl serde::Serialize + ?Sized), out: &mut Vec<u8>) {
-    serde_json::to_writer(out, scalar).expect("a JSON scalar always serializes");
+    // A `Value` holds no NaN or infinity, the only numbers JCS cannot write.
+    serde_json_canonicalizer::to_string(value).expect("a JSON value always canonicalizes")
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
@@ -95,6 +63,35 @@ mod tests {
             settings_digest(&compact.replace("a:1", "a:2"))
         );
         assert!(settings_digest("not json").starts_with("sha256:"));
+    }
+
+    #[test]
+    fn the_shared_rfc_8785_vectors_hold() {
+        let text = include_str!("../../tests/data/jcs/vectors.json");
+        let vectors: Value = serde_json::from_str(text).unwrap();
+        let vectors = vectors["vectors"].as_array().unwrap();
+        assert!(vectors.len() >= 5);
+        for vector in vectors {
+            let name = vector["name"].as_str().unwrap();
+            let input: Value = serde_json::from_str(vector["input"].as_str().unwrap()).unwrap();
+            let canonical = canonical_json(&input);
+            assert_eq!(canonical, vector["canonical"].as_str().unwrap(), "{name}");
+            assert_eq!(
+                sha256_hex(canonical.as_bytes()),
+                vector["sha256"].as_str().unwrap(),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn numbers_are_written_as_ecmascript_does() {
+        let value: Value =
+            serde_json::from_str("[1E30, 4.50, 2e-3, 1e-7, 1e21, 1e20, -0.0]").unwrap();
+        assert_eq!(
+            canonical_json(&value),
+            "[1e+30,4.5,0.002,1e-7,1e+21,100000000000000000000,0]"
+        );
     }
 
     #[test]

@@ -22,7 +22,10 @@ use crate::swf::{REBUILD_POLICY_ENV, not_rebuildable_reason, object_key, parse_r
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputFormat {
     Table,
+    /// One JSON object per line.
     Json,
+    /// One YAML document per row.
+    Yaml,
 }
 
 #[derive(clap::Args, Debug)]
@@ -41,7 +44,7 @@ pub struct EvalArgs {
     /// How long a tombstone lasts in the simulated event sequence.
     #[arg(long, default_value = "10m", value_parser = humantime_secs)]
     pub tombstone_ttl: Duration,
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
     /// SWF files, or files of workflow watch events.
     #[arg(required = true)]
@@ -112,18 +115,15 @@ fn eval_swfs(
             }
         };
         let changes = outcome.as_ref().map(SwfOutcome::changes).unwrap_or(&[]);
-        if output == OutputFormat::Json {
+        if output != OutputFormat::Table {
             let lines: Vec<String> = changes.iter().map(ToString::to_string).collect();
             let paths: Vec<&str> = changes.iter().map(|c| c.path()).collect();
             let rendered = match &outcome {
                 Some(SwfOutcome::Rebuild { desired, .. }) => desired.clone(),
                 _ => Value::Null,
             };
-            writeln!(
-                out,
-                "{}",
-                json!({"swf": key, "decision": label, "reason": reason, "paths": paths, "diff": lines, "rendered": rendered})
-            )?;
+            let row = json!({"swf": key, "decision": label, "reason": reason, "paths": paths, "diff": lines, "rendered": rendered});
+            write_row(&mut out, output, &row)?;
             continue;
         }
         table.row(vec![
@@ -204,8 +204,8 @@ fn eval_events(
                 json!({"#": index + 1, "event": kind, "decision": "error", "reason": format!("{error} ({})", error.kind())})
             }
         };
-        if args.output == OutputFormat::Json {
-            writeln!(out, "{row}")?;
+        if args.output != OutputFormat::Table {
+            write_row(&mut out, args.output, &row)?;
         } else {
             let cell = |key: &str| match &row[key] {
                 Value::String(s) => s.clone(),
@@ -237,6 +237,20 @@ fn eval_events(
     }
     out.flush()?;
     Ok(all_ok)
+}
+
+/// One row as a JSON line or a YAML document.
+fn write_row(
+    out: &mut impl std::io::Write,
+    output: OutputFormat,
+    row: &Value,
+) -> std::io::Result<()> {
+    if output == OutputFormat::Yaml {
+        let text = serde_yaml::to_string(row).map_err(std::io::Error::other)?;
+        write!(out, "---\n{text}")
+    } else {
+        writeln!(out, "{row}")
+    }
 }
 
 /// Parses `90s`, `10m`, `2h` or plain seconds.

@@ -69,24 +69,37 @@ fn check(floors: &[Floor]) -> anyhow::Result<()> {
 }
 
 fn policy_floors(args: &PolicyArgs) -> Vec<Floor> {
+    let budget = args.resolved_budget();
     vec![
         Floor::count(
             "--render-timeout-ms",
             "PIPEWARDEN_RENDER_TIMEOUT_MS",
-            args.render_timeout_ms,
+            budget.render_timeout.as_millis() as u64,
             10,
         ),
         Floor::count(
             "--decision-timeout-ms",
             "PIPEWARDEN_DECISION_TIMEOUT_MS",
-            args.decision_timeout_ms,
+            budget.decision_timeout.as_millis() as u64,
             5,
         ),
         Floor::count(
             "--memory-limit-mib",
             "PIPEWARDEN_MEMORY_LIMIT_MIB",
-            args.memory_limit_mib as u64,
+            budget.memory_mib as u64,
             8,
+        ),
+        Floor::count(
+            "--policy-pool-size",
+            "PIPEWARDEN_POLICY_POOL_SIZE",
+            budget.pool_size.into(),
+            1,
+        ),
+        Floor::count(
+            "--policy-core-instances",
+            "PIPEWARDEN_POLICY_CORE_INSTANCES",
+            budget.core_instances.into(),
+            1,
         ),
     ]
 }
@@ -209,7 +222,23 @@ pub fn check_run(args: &RunArgs) -> anyhow::Result<()> {
             100,
         ),
     ]);
-    check(&floors)
+    check(&floors)?;
+    check_pool(args)
+}
+
+/// Each loop makes up to `--concurrency` decisions at once, each in its own pooled instance;
+/// beyond the pool a decision fails instead of waiting, so the pool must hold both loops' worth.
+fn check_pool(args: &RunArgs) -> anyhow::Result<()> {
+    let pool = args.policy.resolved_budget().pool_size as usize;
+    let needed = 2 * args.concurrency;
+    if pool < needed {
+        bail!(
+            "--policy-pool-size (PIPEWARDEN_POLICY_POOL_SIZE) is {pool}; --concurrency {} lets \
+             the two loops run {needed} decisions at once: raise the pool or lower --concurrency",
+            args.concurrency
+        );
+    }
+    Ok(())
 }
 
 const SECOND: Duration = Duration::from_secs(1);

@@ -6,6 +6,7 @@ pub mod inputs;
 pub mod policy_args;
 pub mod precompile;
 pub mod table;
+pub mod test;
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +29,8 @@ pub enum Command {
     Eval(eval::EvalArgs),
     /// Compile a policy into the cache directory.
     Precompile(precompile::PrecompileArgs),
+    /// Run case files against a policy: 0 all pass, 1 any fails, 2 a malformed case file.
+    Test(test::TestArgs),
 }
 
 /// The git commit this binary was built from (`unknown` when built without git metadata).
@@ -68,5 +71,6 @@ pub fn main(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Eval(args) => Ok(if eval::run(&args)? { 0 } else { 1 }),
         Command::Precompile(args) => precompile::run(&args).map(|()| 0),
+        Command::Test(args) => test::run(&args),
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::engine::{Policy, PolicyOptions, RetryObserver};
+use crate::engine::{Budget, BudgetPreset, Policy, PolicyOptions, RetryObserver};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct PolicyArgs {
@@ -26,15 +26,25 @@ pub struct PolicyArgs {
     /// Directory for compiled policies; loads from it when possible.
     #[arg(long, env = "PIPEWARDEN_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Deadline for render-swf, in milliseconds.
-    #[arg(long, env = "PIPEWARDEN_RENDER_TIMEOUT_MS", default_value_t = 100)]
-    pub render_timeout_ms: u64,
-    /// Deadline for the other exports, in milliseconds.
-    #[arg(long, env = "PIPEWARDEN_DECISION_TIMEOUT_MS", default_value_t = 10)]
-    pub decision_timeout_ms: u64,
-    /// Guest memory cap per call, in MiB.
-    #[arg(long, env = "PIPEWARDEN_MEMORY_LIMIT_MIB", default_value_t = 64)]
-    pub memory_limit_mib: usize,
+    /// The policy's limits: compiled (Rust) or interpreter (Python, JavaScript); each flag
+    /// below overrides one of them.
+    #[arg(long, env = "PIPEWARDEN_POLICY_BUDGET", value_enum, default_value_t = BudgetPreset::Compiled)]
+    pub budget: BudgetPreset,
+    /// Deadline for render-swf, in milliseconds [compiled 100, interpreter 1000].
+    #[arg(long, env = "PIPEWARDEN_RENDER_TIMEOUT_MS")]
+    pub render_timeout_ms: Option<u64>,
+    /// Deadline for the other exports, in milliseconds [compiled 10, interpreter 250].
+    #[arg(long, env = "PIPEWARDEN_DECISION_TIMEOUT_MS")]
+    pub decision_timeout_ms: Option<u64>,
+    /// Guest memory cap per call, in MiB [compiled 64, interpreter 128].
+    #[arg(long, env = "PIPEWARDEN_MEMORY_LIMIT_MIB")]
+    pub memory_limit_mib: Option<usize>,
+    /// Decisions that may run at once (instance pool slots) [compiled 64, interpreter 16].
+    #[arg(long, env = "PIPEWARDEN_POLICY_POOL_SIZE")]
+    pub policy_pool_size: Option<u32>,
+    /// Core instances one policy instance may create [compiled 16, interpreter 64].
+    #[arg(long, env = "PIPEWARDEN_POLICY_CORE_INSTANCES")]
+    pub policy_core_instances: Option<u32>,
 }
 
 impl PolicyArgs {
@@ -49,13 +59,27 @@ impl PolicyArgs {
             None => self.policy_sha256.clone(),
         };
         Ok(PolicyOptions {
-            render_timeout: Duration::from_millis(self.render_timeout_ms),
-            decision_timeout: Duration::from_millis(self.decision_timeout_ms),
-            memory_limit: self.memory_limit_mib << 20,
             cache_dir: self.cache_dir.clone(),
             pinned_sha256,
             ..PolicyOptions::default()
-        })
+        }
+        .with_budget(&self.resolved_budget()))
+    }
+
+    /// The preset's limits with the flags given on top.
+    pub fn resolved_budget(&self) -> Budget {
+        let preset = self.budget.budget();
+        Budget {
+            memory_mib: self.memory_limit_mib.unwrap_or(preset.memory_mib),
+            render_timeout: self
+                .render_timeout_ms
+                .map_or(preset.render_timeout, Duration::from_millis),
+            decision_timeout: self
+                .decision_timeout_ms
+                .map_or(preset.decision_timeout, Duration::from_millis),
+            pool_size: self.policy_pool_size.unwrap_or(preset.pool_size),
+            core_instances: self.policy_core_instances.unwrap_or(preset.core_instances),
+        }
     }
 
     pub fn load(&self) -> anyhow::Result<Policy> {

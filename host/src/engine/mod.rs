@@ -5,6 +5,7 @@
 //! one decision, never the process.
 
 pub mod bindings;
+mod budget;
 mod cache;
 mod error;
 mod instance;
@@ -26,6 +27,7 @@ pub use bindings::{
     Eligibility, EventKind, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext, Stamps,
     Tombstone, WorkflowEvent,
 };
+pub use budget::{Budget, BudgetPreset};
 pub use error::{Export, LoadError, PolicyError};
 pub use instance::PolicyInstance;
 pub use options::PolicyOptions;
@@ -265,12 +267,14 @@ const KEEP_RESIDENT_BYTES: usize = 256 << 10;
 
 fn new_engine(options: &PolicyOptions) -> Result<Engine, LoadError> {
     let slots = options.max_concurrent_calls.max(1);
+    let per_slot = options.max_core_instances.max(1);
     let mut pool = PoolingAllocationConfig::default();
-    // A Rust wasip2 component holds a handful of core instances, memories and tables.
+    // A Rust wasip2 component holds a handful of core instances, memories and tables; one
+    // carrying an interpreter (componentize-py, ComponentizeJS) more, each table a module's.
     pool.total_component_instances(slots)
-        .total_core_instances(slots * 16)
-        .total_memories(slots * 4)
-        .total_tables(slots * 8)
+        .total_core_instances(slots * per_slot)
+        .total_memories(slots * per_slot.div_ceil(4).max(4))
+        .total_tables(slots * per_slot.max(8) / 2)
         .total_stacks(slots)
         .max_memory_size(options.memory_limit.next_multiple_of(64 << 10))
         // Reset a slot's first pages with memset instead of madvise: a fresh instance then

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::RetryObserver;
+use super::budget::Budget;
 
 #[derive(Clone, Debug)]
 pub struct PolicyOptions {
@@ -21,6 +22,9 @@ pub struct PolicyOptions {
     pub max_component_bytes: usize,
     /// Instances that may be alive at once (the size of the instance pool).
     pub max_concurrent_calls: u32,
+    /// Core instances one component instance may create; an interpreter component holds more
+    /// modules (and tables and memories, sized from this) than a Rust one.
+    pub max_core_instances: u32,
     /// Where compiled policies are cached; None compiles on every load.
     pub cache_dir: Option<PathBuf>,
     /// The policy's expected digest, `sha256:<hex>`; loading fails on any other file.
@@ -39,9 +43,24 @@ impl Default for PolicyOptions {
             max_output_bytes: 4 << 20,
             max_component_bytes: 64 << 20,
             max_concurrent_calls: 64,
+            max_core_instances: 16,
             cache_dir: None,
             pinned_sha256: None,
             retry_observer: None,
+        }
+    }
+}
+
+impl PolicyOptions {
+    /// These options with a budget's limits.
+    pub fn with_budget(self, budget: &Budget) -> Self {
+        PolicyOptions {
+            render_timeout: budget.render_timeout,
+            decision_timeout: budget.decision_timeout,
+            memory_limit: budget.memory_mib << 20,
+            max_concurrent_calls: budget.pool_size,
+            max_core_instances: budget.core_instances,
+            ..self
         }
     }
 }

@@ -6,6 +6,7 @@ mod common;
 mod eval;
 mod floors;
 mod run;
+mod test_cases;
 mod version;
 
 use std::path::PathBuf;

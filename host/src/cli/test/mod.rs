@@ -1,0 +1,155 @@
+//! `pipewarden test`: run case files against a policy through the same engine and decision
+//! code as `run`, one row per case. Exit status 0 when every case passes, 1 when any fails, 2
+//! when a case file is malformed (nothing runs then). The format is `docs/policy-tests.md`.
+
+mod cases;
+pub mod format;
+mod swf_checks;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use super::policy_args::PolicyArgs;
+use super::table::Table;
+use format::{CaseFile, SettingsSource};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestOutput {
+    Table,
+    Json,
+    Yaml,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct TestArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Policy settings (JSON or YAML) for every file, instead of each file's own `settings`.
+    #[arg(long, env = "PIPEWARDEN_SETTINGS")]
+    pub settings: Option<PathBuf>,
+    #[arg(short = 'o', long, value_enum, default_value_t = TestOutput::Table)]
+    pub output: TestOutput,
+    /// Case files (YAML).
+    #[arg(required = true)]
+    pub cases: Vec<PathBuf>,
+}
+
+/// One case's row.
+#[derive(Debug, serde::Serialize)]
+struct Row {
+    file: String,
+    name: String,
+    export: &'static str,
+    #[serde(flatten)]
+    outcome: cases::Outcome,
+}
+
+/// Runs every case of every file; returns the exit status (0 all pass, 1 any fails).
+pub fn run(args: &TestArgs) -> anyhow::Result<i32> {
+    super::floors::check_policy(&args.policy)?;
+    // Every file is read and checked before the policy runs: a malformed one is status 2.
+    let files = args
+        .cases
+        .iter()
+        .map(|path| format::load(path))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let override_settings = args
+        .settings
+        .as_ref()
+        .map(|path| read_settings(&SettingsSource::File(path.clone())))
+        .transpose()?;
+    let policy = args.policy.load()?;
+    let mut rows = Vec::new();
+    for file in &files {
+        let settings = match (&override_settings, &file.settings) {
+            (Some(settings), _) => settings.clone(),
+            (None, Some(source)) => read_settings(source)
+                .with_context(|| format!("{}: settings", file.path.display()))?,
+            (None, None) => Value::Object(Default::default()),
+        };
+        rows.extend(run_file(&policy, file, &settings));
+    }
+    let failed = rows.iter().filter(|row| !row.outcome.pass).count();
+    print(&rows, failed, args.output)?;
+    Ok(if failed == 0 { 0 } else { 1 })
+}
+
+fn run_file(policy: &crate::engine::Policy, file: &CaseFile, settings: &Value) -> Vec<Row> {
+    let defaults = cases::Defaults {
+        settings,
+        target: file.target.as_deref(),
+    };
+    file.cases
+        .iter()
+        .map(|case| Row {
+            file: file.path.display().to_string(),
+            name: case.name.clone(),
+            export: case.export.as_str(),
+            outcome: cases::run_case(policy, case, &defaults),
+        })
+        .collect()
+}
+
+fn read_settings(source: &SettingsSource) -> anyhow::Result<Value> {
+    match source {
+        SettingsSource::Inline(value) => Ok(value.clone()),
+        SettingsSource::File(path) => {
+            let text = super::policy_args::read_settings(Some(path))?;
+            Ok(serde_json::from_str(&text)?)
+        }
+    }
+}
+
+fn print(rows: &[Row], failed: usize, output: TestOutput) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let summary = serde_json::json!({
+        "cases": rows,
+        "passed": rows.len() - failed,
+        "failed": failed,
+    });
+    match output {
+        TestOutput::Json => writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?,
+        TestOutput::Yaml => write!(out, "{}", serde_yaml::to_string(&summary)?)?,
+        TestOutput::Table => {
+            let mut table = Table::new(&["CASE", "EXPORT", "EXPECTED", "GOT", "RESULT"]);
+            for row in rows {
+                table.row(vec![
+                    row.name.clone(),
+                    row.export.into(),
+                    brief(&row.outcome.expected),
+                    brief(&row.outcome.got),
+                    if row.outcome.pass { "pass" } else { "FAIL" }.into(),
+                ]);
+            }
+            write!(out, "{}", table.render())?;
+            for row in rows.iter().filter(|row| !row.outcome.pass) {
+                writeln!(
+                    out,
+                    "FAIL {}: {}: {}",
+                    row.file, row.name, row.outcome.detail
+                )?;
+            }
+            writeln!(
+                out,
+                "{} passed, {failed} failed, {} case(s)",
+                rows.len() - failed,
+                rows.len()
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// A table cell cut to a readable width; `-o json` and `-o yaml` keep the whole text.
+fn brief(text: &str) -> String {
+    const WIDTH: usize = 60;
+    if text.chars().count() <= WIDTH {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(WIDTH - 1).collect();
+    format!("{cut}…")
+}
