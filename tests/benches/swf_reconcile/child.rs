@@ -128,10 +128,19 @@ async fn pipewarden_side() -> Result<Measured> {
     init_logs();
     let log = RequestLog::default();
     let client = client(&log).await?;
+    // Compiled before the clock starts, as `pipewarden precompile` does: the upstream side too
+    // loads its policy before its clock starts.
+    let cache = std::env::temp_dir().join(format!("pipewarden-bench-{}", std::process::id()));
+    let options = PolicyOptions {
+        cache_dir: Some(cache.clone()),
+        ..PolicyOptions::default()
+    };
+    Policy::load(&built_policy(DEFAULT_POLICY), options)?;
     // The SWF loop alone: the exit gate would add its own Workflow list and watch.
     let args = ControllerArgs::new(std::slice::from_ref(&namespace))
         .set("--exit-gate", "false")
         .set("--swf-resync", RESYNC)
+        .set("--cache-dir", &cache.display().to_string())
         .parse()?;
     let started = Instant::now();
     let running = Running {
@@ -171,6 +180,7 @@ async fn pipewarden_side() -> Result<Measured> {
     }
     let requests = log.all();
     running.stop().await;
+    let _ = std::fs::remove_dir_all(&cache);
     Ok(measured(wall, &requests, rss_after_pass))
 }
 
