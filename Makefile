@@ -13,7 +13,7 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo test toolchain control-plane policies bench bench-swf lint sdk-examples test-sdk bench-sdk
+.PHONY: demo test toolchain control-plane policies bench bench-swf bench-swf-10k lint sdk-examples test-sdk bench-sdk
 
 demo: control-plane policies
 	$(call phase,demo,$(CARGO) run -q -p pipewarden-tests --bin demo -- $(DEMO_ARGS))
@@ -42,9 +42,15 @@ policies: toolchain
 bench: policies
 	$(call phase,bench,$(CARGO) bench -p pipewarden)
 
-# 2,000 SWFs reconciled on the local control plane, pipewarden beside the upstream baseline.
+# SWFS SWFs (2,000 unless given) reconciled on the local control plane, pipewarden beside the
+# upstream baseline: wall time, requests per SWF, peak RSS and the ratio to upstream-style.
+SWFS ?= 2000
 bench-swf: control-plane policies
-	$(call phase,bench-swf,$(CARGO) bench -p pipewarden-tests --bench swf_reconcile)
+	$(call phase,bench-swf,PIPEWARDEN_BENCH_SWFS=$(SWFS) $(CARGO) bench -p pipewarden-tests --bench swf_reconcile)
+
+# The same at 10,000 SWFs (several minutes on 2 cores); not part of `make test`.
+bench-swf-10k:
+	$(MAKE) bench-swf SWFS=10000
 
 lint:
 	$(call phase,fmt,$(CARGO) fmt --all --check)

@@ -27,6 +27,8 @@ pub struct Context {
     pub may_write: watch::Receiver<bool>,
     /// The API server's URL, named in connection errors.
     pub api_server: Arc<str>,
+    /// Which SWFs and Workflows this replica handles.
+    pub shard: super::shard::Shard,
 }
 
 impl Context {
@@ -52,6 +54,7 @@ impl Context {
             concurrency: concurrency.max(1),
             may_write,
             api_server: "(unknown URL)".into(),
+            shard: super::shard::Shard::default(),
         }
     }
 
@@ -64,6 +67,12 @@ impl Context {
     /// `/readyz` fails once a loop's watch has been failing for longer than `grace`.
     pub fn with_watch_grace(mut self, grace: std::time::Duration) -> Self {
         self.readiness = Arc::new(Readiness::new(grace));
+        self
+    }
+
+    /// Handles only the objects of `shard`.
+    pub fn with_shard(mut self, shard: super::shard::Shard) -> Self {
+        self.shard = shard;
         self
     }
 

@@ -84,6 +84,8 @@ pub struct Metrics {
     pub policy_timeouts_retried: Family<ExportLabel, Counter>,
     /// Policy-failure Events about an SWF held back (one per SWF per window), by reason.
     pub swf_events_held_back: Family<ReasonLabel, Counter>,
+    /// The SWF loop at scale: pacing, echoes of its own writes, dropped Events.
+    pub scale: super::scale_metrics::ScaleMetrics,
     /// Unix time of each watch's last completed list or delivered change.
     pub watch_last_success: Family<WatchLabel, Gauge>,
     /// Watch failures (each followed by a pause and a fresh list), by watch.
@@ -207,6 +209,7 @@ impl Metrics {
             "Policy-failure Events about an SWF held back, one per SWF per window",
             swf_events_held_back.clone(),
         );
+        let scale = super::scale_metrics::ScaleMetrics::register(&mut registry);
         let watch_last_success = Family::<WatchLabel, Gauge>::default();
         registry.register(
             "watch_last_success_timestamp_seconds",
@@ -241,6 +244,7 @@ impl Metrics {
             leader,
             policy_timeouts_retried,
             swf_events_held_back,
+            scale,
             watch_last_success,
             watch_errors,
         }

@@ -9,6 +9,8 @@ pub mod leader;
 pub mod metrics;
 pub mod policy_handle;
 pub mod policy_reload;
+pub mod scale_metrics;
+pub mod shard;
 pub mod swf;
 pub mod watch_health;
 
@@ -46,6 +48,10 @@ pub struct RunArgs {
     /// How long a loop's watch may keep failing before /readyz reports the loop unready.
     #[arg(long, env = "PIPEWARDEN_WATCH_GRACE", default_value = "30s", value_parser = crate::cli::eval::humantime_secs)]
     pub watch_grace: std::time::Duration,
+    /// Handle only this shard of the SWFs and Workflows, `INDEX/COUNT` (e.g. 0/2): those whose
+    /// uid hashes to INDEX. Each shard elects its leader on a Lease of its own.
+    #[arg(long, env = "PIPEWARDEN_SHARD", value_parser = shard::Shard::parse)]
+    pub shard: Option<shard::Shard>,
     #[command(flatten)]
     pub leader: leader::LeaderArgs,
     #[command(flatten)]
@@ -180,6 +186,9 @@ pub async fn start_with(
     hooks: Hooks,
 ) -> anyhow::Result<ControllerHandle> {
     check_args(&args)?;
+    let mut args = args;
+    let shard = args.shard.unwrap_or_default();
+    args.leader.lease_name = shard.lease_name(&args.leader.lease_name);
     let metrics = Arc::new(Metrics::new());
     let reload_inputs = policy_reload::Inputs::new(args.policy.clone(), args.settings.clone());
     // Taken before the load, so files changed while it runs are reloaded, not missed.
@@ -197,7 +206,8 @@ pub async fn start_with(
         args.concurrency,
         may_write,
     )
-    .with_watch_grace(args.watch_grace);
+    .with_watch_grace(args.watch_grace)
+    .with_shard(shard);
     let ctx = match &args.api_server_url {
         Some(url) => ctx.with_api_server(url),
         None => ctx,

@@ -1,38 +1,47 @@
-//! Reconciling 2,000 SWFs as KFP 2.3 left them, on the local control plane: pipewarden's loop
+//! Reconciling N SWFs as KFP 2.3 left them, on the local control plane: pipewarden's loop
 //! beside the upstream baseline (`upstream.rs`), each on its own copy of the SWFs, each with a
-//! first pass (every SWF stale) and a restart (nothing to do). Requests are counted by a layer
-//! on each client: every request it sent.
+//! first pass (every SWF stale) and a restart (nothing to do; pipewarden's restart also runs
+//! two resyncs, to show its memory stays flat). Each run is a process of its own (`child.rs`),
+//! so its peak RSS is its own; requests are counted by a layer on its client.
 //!
-//! `make bench-swf`, or `cargo bench -p pipewarden-tests --bench swf_reconcile`;
-//! `PIPEWARDEN_BENCH_SWFS` changes the count.
+//! `make bench-swf` (`SWFS=N`, default 2,000), `make bench-swf-10k`, or
+//! `PIPEWARDEN_BENCH_SWFS=N cargo bench -p pipewarden-tests --bench swf_reconcile`.
 
+mod child;
+mod rss;
 #[path = "../../e2e/swf_support/mod.rs"]
 mod swf_support;
 mod upstream;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context as _, Result, ensure};
 use futures::{StreamExt as _, TryStreamExt as _};
-use http::Method;
 use kube::api::{DynamicObject, PostParams};
-use pipewarden::cli::policy_args::read_settings;
-use pipewarden::engine::{Policy, PolicyOptions, RenderContext};
-use pipewarden_tests::ControlPlane;
 use swf_support::*;
 
-/// Time allowed for one pass of the controller.
-const PASS_TIMEOUT: Duration = Duration::from_secs(600);
+/// Resync passes pipewarden's restart run measures (the first is the restart itself).
+const RESTART_PASSES: usize = 3;
 
 struct Row {
     run: &'static str,
-    wall: Duration,
-    /// Every request the run's client sent.
-    requests: Vec<(Method, String)>,
+    measured: child::Measured,
+    /// The upstream-style run this one is compared with.
+    baseline: Option<usize>,
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
+    // A child runs one side in its own process.
+    if let Ok(role) = std::env::var(child::ROLE) {
+        return child::main(&role);
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(parent())
+}
+
+async fn parent() -> Result<()> {
     let count: usize = std::env::var("PIPEWARDEN_BENCH_SWFS")
         .map(|n| n.parse().context("PIPEWARDEN_BENCH_SWFS"))
         .unwrap_or(Ok(2000))?;
@@ -41,37 +50,40 @@ async fn main() -> Result<()> {
     let upstream_ns = control_plane.ns().await?;
     let pipewarden_ns = control_plane.ns().await?;
     let started = Instant::now();
-    let jobs = seed_many(&client, &upstream_ns, count).await?;
+    seed_many(&client, &upstream_ns, count).await?;
     seed_many(&client, &pipewarden_ns, count).await?;
     eprintln!("seeded 2 x {count} SWFs in {:.1?}", started.elapsed());
 
+    let spec = |role, namespace, outcome, passes| child::Spec {
+        role,
+        kubeconfig: control_plane.kubeconfig(),
+        namespace,
+        count,
+        outcome,
+        passes,
+    };
     let mut rows = Vec::new();
     for run in ["upstream-style, first pass", "upstream-style, restart"] {
-        rows.push(upstream_pass(control_plane, &upstream_ns, &jobs, run).await?);
+        let measured = child::run(&spec("upstream", &upstream_ns, "", 1)).await?;
+        eprintln!("{run}: {} SWFs written", measured.swf_writes);
+        rows.push(Row {
+            run,
+            measured,
+            baseline: None,
+        });
     }
-    // The SWF loop alone: the exit gate would add its own Workflow list and watch.
-    let args =
-        ControllerArgs::new(std::slice::from_ref(&pipewarden_ns)).set("--exit-gate", "false");
-    rows.push(
-        pipewarden_pass(
-            control_plane,
-            &args,
-            "rebuild",
-            count,
-            "pipewarden, first pass",
-        )
-        .await?,
-    );
-    rows.push(
-        pipewarden_pass(
-            control_plane,
-            &args,
-            "up-to-date",
-            count,
-            "pipewarden, restart",
-        )
-        .await?,
-    );
+    let first = child::run(&spec("pipewarden", &pipewarden_ns, "rebuild", 1)).await?;
+    rows.push(Row {
+        run: "pipewarden, first pass",
+        measured: first,
+        baseline: Some(0),
+    });
+    let restart = spec("pipewarden", &pipewarden_ns, "up-to-date", RESTART_PASSES);
+    rows.push(Row {
+        run: "pipewarden, restart",
+        measured: child::run(&restart).await?,
+        baseline: Some(1),
+    });
 
     for namespace in [&upstream_ns, &pipewarden_ns] {
         let all = list(&client, namespace).await?;
@@ -93,124 +105,68 @@ fn on_target(swf: &DynamicObject) -> bool {
     })
 }
 
-/// Half without, half with runtime parameters; 16 creates in flight.
-async fn seed_many(
-    client: &kube::Client,
-    namespace: &str,
-    count: usize,
-) -> Result<Vec<DynamicObject>> {
+/// The SWFs the bench creates in `namespace`: half without, half with runtime parameters. The
+/// upstream side reconciles these as its job rows.
+pub fn jobs(namespace: &str, count: usize) -> Result<Vec<DynamicObject>> {
     let plain = fixture("kfp-2.3")?;
     let with_parameters = fixture("kfp-2.3-parameters")?;
-    let api = swfs(client, namespace);
-    futures::stream::iter(0..count)
+    Ok((0..count)
         .map(|i| {
             let mut swf = if i % 2 == 0 {
                 plain.clone()
             } else {
                 with_parameters.clone()
             };
-            swf.metadata.name = Some(format!("daily-{i:04}"));
+            swf.metadata.name = Some(format!("daily-{i:05}"));
             swf.metadata.namespace = Some(namespace.to_owned());
+            swf
+        })
+        .collect())
+}
+
+/// Creates [`jobs`], 16 at a time.
+async fn seed_many(client: &kube::Client, namespace: &str, count: usize) -> Result<()> {
+    let api = swfs(client, namespace);
+    futures::stream::iter(jobs(namespace, count)?)
+        .map(|swf| {
             let api = api.clone();
             async move { api.create(&PostParams::default(), &swf).await }
         })
-        .buffered(16)
-        .try_collect()
+        .buffer_unordered(16)
+        .try_for_each(|_| async { Ok(()) })
         .await
         .context("seeding")
 }
 
-async fn upstream_pass(
-    control_plane: &ControlPlane,
-    namespace: &str,
-    jobs: &[DynamicObject],
-    run: &'static str,
-) -> Result<Row> {
-    let policy = Policy::load(&built_policy(DEFAULT_POLICY), PolicyOptions::default())?;
-    let context = RenderContext {
-        target_version: Some(TARGET.to_owned()),
-        settings: read_settings(Some(&repo_path(DEFAULT_SETTINGS)))?,
-    };
-    let log = RequestLog::default();
-    let api = swfs(
-        &log.client(control_plane.config().clone(), false)?,
-        namespace,
-    );
-    let started = Instant::now();
-    let written = upstream::reconcile_all(&api, jobs, &policy, &context).await?;
-    let wall = started.elapsed();
-    eprintln!("{run}: {written} SWFs written");
-    Ok(Row {
-        run,
-        wall,
-        requests: log.all(),
-    })
-}
-
-/// Starts the controller and times it until `outcome` was decided for every SWF.
-async fn pipewarden_pass(
-    control_plane: &ControlPlane,
-    args: &ControllerArgs,
-    outcome: &str,
-    count: usize,
-    run: &'static str,
-) -> Result<Row> {
-    let started = Instant::now();
-    let running = args.start(control_plane).await?;
-    let what = format!("{count} `{outcome}` decisions");
-    pipewarden_tests::wait::until(&what, PASS_TIMEOUT, || async {
-        Ok((running.decisions(outcome) >= count as u64).then_some(()))
-    })
-    .await?;
-    let wall = started.elapsed();
-    // Each rebuild's Event is posted just after its decision is counted.
-    let events = if outcome == "rebuild" { count } else { 0 };
-    pipewarden_tests::wait::until("the Events", PASS_TIMEOUT, || async {
-        Ok((count_events(&running.requests.all()) >= events).then_some(()))
-    })
-    .await?;
-    let row = Row {
-        run,
-        wall,
-        requests: running.requests.all(),
-    };
-    running.stop().await;
-    Ok(row)
-}
-
-fn count_events(requests: &[(Method, String)]) -> usize {
-    requests
-        .iter()
-        .filter(|(_, path)| path.contains("/events"))
-        .count()
-}
-
 fn print_table(count: usize, rows: &[Row]) {
     let per_swf = |n: usize| format!("{:.3}", n as f64 / count as f64);
+    let mib = |kib: u64| format!("{:.0} MiB", kib as f64 / 1024.0);
     let headers = [
         "run",
         "wall",
+        "vs upstream",
         "SWF reads",
         "SWF writes",
         "Events",
         "requests/SWF",
+        "peak RSS",
     ];
-    let cells: Vec<[String; 6]> = rows
+    let cells: Vec<[String; 8]> = rows
         .iter()
         .map(|row| {
-            let swf = |r: &&(Method, String)| r.1.contains("/scheduledworkflows");
-            let (reads, writes): (Vec<_>, Vec<_>) = row
-                .requests
-                .iter()
-                .filter(swf)
-                .partition(|r| r.0 == Method::GET);
+            let m = &row.measured;
+            let ratio = row.baseline.map_or("-".to_owned(), |b| {
+                format!("{:.2}x", m.wall_secs / rows[b].measured.wall_secs)
+            });
             [
                 row.run.to_owned(),
-                format!("{:.2} s", row.wall.as_secs_f64()),
-                reads.len().to_string(),
-                writes.len().to_string(),
-                count_events(&row.requests).to_string(),
-                per_swf(row.requests.len()),
+                format!("{:.2} s", m.wall_secs),
+                ratio,
+                m.swf_reads.to_string(),
+                m.swf_writes.to_string(),
+                m.events.to_string(),
+                per_swf(m.requests),
+                mib(m.peak_rss_kib),
             ]
         })
         .collect();
@@ -236,5 +192,19 @@ fn print_table(count: usize, rows: &[Row]) {
     line(&headers);
     for row in &cells {
         line(&row.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    if let Some(restart) = rows.last() {
+        let after: Vec<String> = restart
+            .measured
+            .rss_after_pass_kib
+            .iter()
+            .map(|kib| mib(*kib))
+            .collect();
+        println!(
+            "\n{}: RSS after each of {} passes: {}",
+            restart.run,
+            after.len(),
+            after.join(", ")
+        );
     }
 }

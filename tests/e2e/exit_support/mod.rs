@@ -10,6 +10,7 @@ mod faults;
 mod receiver;
 mod workflows;
 
+#[allow(unused_imports)]
 pub use controller::*;
 #[allow(unused_imports)]
 pub use faults::*;

@@ -214,7 +214,7 @@ pub async fn run(
     loop {
         tokio::select! {
             input = inputs.next() => match input {
-                Some(Input::Event(work)) => dispatch(&shards, work).await?,
+                Some(Input::Event(work)) => dispatch(&ctx, &shards, work).await?,
                 Some(Input::Listed(index)) => {
                     listed[index] = true;
                     if listed.iter().all(|done| *done) {
@@ -238,7 +238,7 @@ pub async fn run(
                     work
                 });
             }
-            Some(work) = delayed.next(), if !delayed.is_empty() => dispatch(&shards, work).await?,
+            Some(work) = delayed.next(), if !delayed.is_empty() => dispatch(&ctx, &shards, work).await?,
             changed = leadership.changed(), if election => match changed {
                 Ok(()) => {
                     let writer = *leadership.borrow_and_update();
@@ -246,7 +246,7 @@ pub async fn run(
                         let listed = watch::list_all(&ctx).await;
                         tracing::info!(workflows = listed.len(), "became the writer; catching up");
                         for work in listed {
-                            dispatch(&shards, work).await?;
+                            dispatch(&ctx, &shards, work).await?;
                         }
                     }
                     was_writer = writer;
@@ -265,7 +265,11 @@ pub async fn run(
 }
 
 /// Hands work to the worker that owns its uid, waiting while that worker is busy.
-async fn dispatch(shards: &[mpsc::Sender<Work>], work: Work) -> anyhow::Result<()> {
+async fn dispatch(ctx: &Context, shards: &[mpsc::Sender<Work>], work: Work) -> anyhow::Result<()> {
+    // Another replica's shard (`--shard`) handles it.
+    if !ctx.shard.owns(work.uid()) {
+        return Ok(());
+    }
     let shard = (UidKey::new(work.uid()).as_u128() % shards.len() as u128) as usize;
     shards[shard]
         .send(work)

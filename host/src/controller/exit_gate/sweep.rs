@@ -34,6 +34,12 @@ async fn sweep_once(gate: &Arc<Gate>) {
         }
     };
     for workflow in pending {
+        let uid = workflow
+            .pointer("/metadata/uid")
+            .and_then(serde_json::Value::as_str);
+        if !gate.ctx.shard.owns(uid.unwrap_or_default()) {
+            continue;
+        }
         let (Some(facts), Some(Mark::Pending(key))) =
             (WorkflowFacts::read(&workflow), Mark::read(&workflow))
         else {

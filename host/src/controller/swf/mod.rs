@@ -2,7 +2,11 @@
 //! change, on a periodic resync and when the target version changes; rebuild the ones whose
 //! render differs (see `crate::swf::plan`), writing spec and annotations only.
 
+mod adaptive;
 mod event_limit;
+mod event_queue;
+mod own_writes;
+pub mod packed;
 mod reconcile;
 mod report;
 pub mod target;
@@ -12,14 +16,15 @@ pub use reconcile::MAX_WRITE_ATTEMPTS;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt as _};
+use futures::{Stream, StreamExt as _, TryStreamExt as _};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::{WatchStreamExt as _, reflector, watcher};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 
 use super::context::Context;
 use super::policy_handle::PolicyHandle;
+use super::shard::Shard;
 use super::watch_health::{WatchReporter, watched};
 use crate::cli::eval::humantime_secs;
 use crate::engine::RebuildPolicy;
@@ -72,8 +77,12 @@ pub(crate) struct SwfLoop {
     rebuild_policy: RebuildPolicy,
     target: watch::Receiver<Option<String>>,
     resync: Duration,
-    /// Decisions in flight across all namespaces.
-    permits: Semaphore,
+    /// Decisions in flight across all namespaces, adapted to the API server's answers.
+    permits: adaptive::AdaptiveLimit,
+    /// Writes whose watch echo needs no new decision.
+    own_writes: own_writes::OwnWrites,
+    /// Routine per-SWF Events, created off the write path.
+    events: event_queue::EventQueue,
     /// Holds back repeated policy-failure Events about one SWF.
     failure_events: std::sync::Mutex<event_limit::EventLimiter>,
     /// SWFs already reported not rebuildable, with the reason: said once.
@@ -114,12 +123,18 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
         "starting the SWF loop"
     );
     let (target_tx, target_rx) = watch::channel(initial);
+    let (events, event_drain) = event_queue::channel(&ctx, event_queue::QUEUE_CAPACITY);
     let swf_loop = Arc::new(SwfLoop {
         resource: swf_resource(),
         rebuild_policy: args.rebuild_policy,
         target: target_rx.clone(),
         resync: args.swf_resync,
-        permits: Semaphore::new(ctx.concurrency),
+        permits: adaptive::AdaptiveLimit::new(
+            ctx.concurrency,
+            ctx.metrics.scale.swf_concurrency_limit.clone(),
+        ),
+        own_writes: own_writes::OwnWrites::default(),
+        events,
         failure_events: std::sync::Mutex::new(event_limit::EventLimiter::new(
             event_limit::POLICY_FAILURE_EVENT_WINDOW,
         )),
@@ -142,7 +157,11 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
         let reporter = WatchReporter::new(&ctx, READINESS, api.namespace());
         let writer = reflector::store::Writer::new(swf_loop.resource.clone());
         let reader = writer.as_reader();
+        // Packed before the store: it holds keys and compressed objects (see `packed`).
+        let shard = ctx.shard;
         let changed = watched(api, watcher::Config::default(), reporter)
+            .try_filter(move |event| std::future::ready(in_shard(event, shard)))
+            .map_ok(packed::pack_event)
             .reflect(writer)
             .applied_objects();
         let controller = Controller::for_stream_with(changed, reader, swf_loop.resource.clone())
@@ -176,8 +195,25 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
             poller.run(args.kfp_api_poll, target_tx).await;
         }
     };
-    tokio::join!(synced, poll, futures::future::join_all(controllers));
+    tokio::join!(
+        synced,
+        poll,
+        event_drain.run(),
+        futures::future::join_all(controllers)
+    );
     Ok(())
+}
+
+/// Whether an event is about an SWF of this shard (list markers always are).
+fn in_shard(event: &watcher::Event<DynamicObject>, shard: Shard) -> bool {
+    match event {
+        watcher::Event::Apply(swf)
+        | watcher::Event::Delete(swf)
+        | watcher::Event::InitApply(swf) => {
+            shard.owns(swf.metadata.uid.as_deref().unwrap_or_default())
+        }
+        watcher::Event::Init | watcher::Event::InitDone => true,
+    }
 }
 
 /// One item per change of the watched value.

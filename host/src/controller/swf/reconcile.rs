@@ -14,6 +14,8 @@ use rand::Rng as _;
 use serde_json::Value;
 
 use super::SwfLoop;
+use super::adaptive::throttled_for;
+use super::packed::{PackError, PackedSwf};
 use super::report::{Decision, report};
 use crate::controller::api_error::{describe, describe_watch};
 use crate::controller::metrics::Metrics;
@@ -37,17 +39,28 @@ pub enum SwfError {
     Kube(#[from] kube::Error),
     #[error("object has no {0}")]
     Incomplete(&'static str),
+    #[error("{0}")]
+    Unpack(#[from] PackError),
 }
 
-pub async fn reconcile(swf: Arc<DynamicObject>, lp: Arc<SwfLoop>) -> Result<Action, SwfError> {
+pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Action, SwfError> {
     let requeue = Action::requeue(lp.resync);
     // A replica that may not write says nothing either: the one that may will.
     if !lp.ctx.may_write() {
         return Ok(requeue);
     }
-    let _permit = lp.permits.acquire().await;
-    let namespace = swf.namespace().ok_or(SwfError::Incomplete("namespace"))?;
-    let name = swf.name_any();
+    let namespace = packed
+        .namespace()
+        .ok_or(SwfError::Incomplete("namespace"))?;
+    let name = packed.name_any();
+    let fingerprint = lp.fingerprint();
+    let rv = packed.resource_version().unwrap_or_default();
+    if lp.own_writes.is_echo(&namespace, &name, rv, fingerprint) {
+        lp.ctx.metrics.scale.swf_own_writes_seen.inc();
+        return Ok(requeue);
+    }
+    let mut permit = lp.permits.acquire().await;
+    let swf = Arc::new(packed.unpack()?);
     let api: Api<DynamicObject> =
         Api::namespaced_with(lp.ctx.client.clone(), &namespace, &lp.resource);
     let params = PatchParams {
@@ -88,8 +101,11 @@ pub async fn reconcile(swf: Arc<DynamicObject>, lp: Arc<SwfLoop>) -> Result<Acti
         attempts += 1;
         let written = api.patch(&name, &params, &Patch::Merge(&patch)).await;
         match written {
-            Ok(_) => {
+            Ok(written) => {
                 count_write(&lp, "ok");
+                if let Some(rv) = written.resource_version() {
+                    lp.own_writes.remember(&namespace, &name, &rv, fingerprint);
+                }
                 report(
                     &lp,
                     &swf,
@@ -121,6 +137,14 @@ pub async fn reconcile(swf: Arc<DynamicObject>, lp: Arc<SwfLoop>) -> Result<Acti
                 count_write(&lp, "gone");
                 report(&lp, &swf, &policy, Decision::gone()).await;
                 return Ok(Action::await_change());
+            }
+            Err(error) if throttled_for(&error).is_some() => {
+                // The API server sheds load: fewer at once, and this SWF again after Retry-After.
+                let retry_after = throttled_for(&error).unwrap_or(TRANSIENT_RETRY);
+                count_write(&lp, "throttled");
+                lp.ctx.metrics.scale.swf_throttled.inc();
+                permit.throttled(retry_after);
+                return Ok(Action::requeue(retry_after));
             }
             Err(error) => {
                 count_write(&lp, "error");
@@ -195,13 +219,13 @@ fn conflict_backoff(attempt: u32) -> Duration {
 }
 
 /// An API error the reconcile could not handle (not a conflict): try again later.
-pub fn error_policy(_swf: Arc<DynamicObject>, error: &SwfError, lp: Arc<SwfLoop>) -> Action {
+pub fn error_policy(_swf: Arc<PackedSwf>, error: &SwfError, lp: Arc<SwfLoop>) -> Action {
     tracing::debug!(%error, "SWF requeued after an error");
     Action::requeue(lp.resync.min(Duration::from_secs(30)))
 }
 
 type RunResult =
-    Result<(ObjectRef<DynamicObject>, Action), controller::Error<SwfError, watcher::Error>>;
+    Result<(ObjectRef<PackedSwf>, Action), controller::Error<SwfError, watcher::Error>>;
 
 /// Logs what the controller's run stream reports as failed; successes were reported already.
 /// `server` is the API server's URL, for connection errors.

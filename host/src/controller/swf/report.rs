@@ -159,6 +159,11 @@ pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, decisi
         secondary: None,
     };
     let regarding = swf.object_ref(&lp.resource);
+    // Routine outcomes go through the queue, off the write path (see `event_queue`).
+    if event.type_ == EventType::Normal {
+        lp.events.offer(event, regarding);
+        return;
+    }
     if let Err(error) = lp.ctx.recorder.publish(&event, &regarding).await {
         tracing::warn!(
             namespace = swf.namespace().unwrap_or_default(),

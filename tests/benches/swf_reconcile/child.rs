@@ -1,0 +1,209 @@
+//! One side of the bench in a process of its own, so its peak RSS (`VmHWM`) is its own: the
+//! parent starts this binary again with the role and its inputs in the environment, and reads
+//! one `bench-result` line of JSON from its stdout.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use http::Method;
+use pipewarden::cli::policy_args::read_settings;
+use pipewarden::engine::{Policy, PolicyOptions, RenderContext};
+use serde::{Deserialize, Serialize};
+
+use crate::swf_support::*;
+use crate::{jobs, rss, upstream};
+
+pub const ROLE: &str = "PIPEWARDEN_BENCH_ROLE";
+const KUBECONFIG: &str = "PIPEWARDEN_BENCH_KUBECONFIG";
+const NAMESPACE: &str = "PIPEWARDEN_BENCH_NAMESPACE";
+const COUNT: &str = "PIPEWARDEN_BENCH_COUNT";
+const OUTCOME: &str = "PIPEWARDEN_BENCH_OUTCOME";
+const PASSES: &str = "PIPEWARDEN_BENCH_PASSES";
+const RESULT_PREFIX: &str = "bench-result ";
+/// Time allowed for one pass of the controller.
+const PASS_TIMEOUT: Duration = Duration::from_secs(900);
+/// The resync when several passes are measured: every SWF decided again this often.
+const RESYNC: &str = "30s";
+
+/// What a child measured.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Measured {
+    pub wall_secs: f64,
+    pub swf_reads: usize,
+    pub swf_writes: usize,
+    pub events: usize,
+    pub requests: usize,
+    pub peak_rss_kib: u64,
+    /// RSS at the end of each pass.
+    pub rss_after_pass_kib: Vec<u64>,
+}
+
+/// A child to start: its role and inputs.
+pub struct Spec<'a> {
+    pub role: &'a str,
+    pub kubeconfig: &'a std::path::Path,
+    pub namespace: &'a str,
+    pub count: usize,
+    pub outcome: &'a str,
+    pub passes: usize,
+}
+
+/// Runs a child to its end and returns what it measured.
+pub async fn run(spec: &Spec<'_>) -> Result<Measured> {
+    let output = tokio::process::Command::new(std::env::current_exe()?)
+        .env(ROLE, spec.role)
+        .env(KUBECONFIG, spec.kubeconfig)
+        .env(NAMESPACE, spec.namespace)
+        .env(COUNT, spec.count.to_string())
+        .env(OUTCOME, spec.outcome)
+        .env(PASSES, spec.passes.to_string())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .await?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    anyhow::ensure!(
+        output.status.success(),
+        "{} child failed: {}",
+        spec.role,
+        output.status
+    );
+    let line = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix(RESULT_PREFIX))
+        .context("the child printed no result")?;
+    Ok(serde_json::from_str(line)?)
+}
+
+/// The child's `main`.
+pub fn main(role: &str) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let measured = runtime.block_on(async {
+        match role {
+            "upstream" => upstream_side().await,
+            "pipewarden" => pipewarden_side().await,
+            other => anyhow::bail!("unknown bench role {other}"),
+        }
+    })?;
+    println!("{RESULT_PREFIX}{}", serde_json::to_string(&measured)?);
+    Ok(())
+}
+
+fn env(name: &str) -> Result<String> {
+    std::env::var(name).with_context(|| name.to_owned())
+}
+
+async fn client(log: &RequestLog) -> Result<kube::Client> {
+    let kubeconfig = PathBuf::from(env(KUBECONFIG)?);
+    let file = kube::config::Kubeconfig::read_from(&kubeconfig)?;
+    let options = kube::config::KubeConfigOptions::default();
+    let config = kube::Config::from_custom_kubeconfig(file, &options).await?;
+    log.client(config, false)
+}
+
+async fn upstream_side() -> Result<Measured> {
+    let namespace = env(NAMESPACE)?;
+    let count: usize = env(COUNT)?.parse()?;
+    let jobs = jobs(&namespace, count)?;
+    let policy = Policy::load(&built_policy(DEFAULT_POLICY), PolicyOptions::default())?;
+    let context = RenderContext {
+        target_version: Some(TARGET.to_owned()),
+        settings: read_settings(Some(&repo_path(DEFAULT_SETTINGS)))?,
+    };
+    let log = RequestLog::default();
+    let api = swfs(&client(&log).await?, &namespace);
+    let started = Instant::now();
+    upstream::reconcile_all(&api, &jobs, &policy, &context).await?;
+    let wall = started.elapsed();
+    Ok(measured(wall, &log.all(), vec![rss::now_kib()]))
+}
+
+async fn pipewarden_side() -> Result<Measured> {
+    let namespace = env(NAMESPACE)?;
+    let count: u64 = env(COUNT)?.parse()?;
+    let outcome = env(OUTCOME)?;
+    let passes: u64 = env(PASSES)?.parse()?;
+    init_logs();
+    let log = RequestLog::default();
+    let client = client(&log).await?;
+    // Compiled before the clock starts, as `pipewarden precompile` does: the upstream side too
+    // loads its policy before its clock starts.
+    let cache = std::env::temp_dir().join(format!("pipewarden-bench-{}", std::process::id()));
+    let options = PolicyOptions {
+        cache_dir: Some(cache.clone()),
+        ..PolicyOptions::default()
+    };
+    Policy::load(&built_policy(DEFAULT_POLICY), options)?;
+    // The SWF loop alone: the exit gate would add its own Workflow list and watch.
+    let args = ControllerArgs::new(std::slice::from_ref(&namespace))
+        .set("--exit-gate", "false")
+        .set("--swf-resync", RESYNC)
+        .set("--cache-dir", &cache.display().to_string())
+        .parse()?;
+    let started = Instant::now();
+    let running = Running {
+        handle: pipewarden::controller::start(args, client).await?,
+        requests: log.clone(),
+    };
+    let mut wall = Duration::ZERO;
+    let mut rss_after_pass = Vec::new();
+    for pass in 1..=passes {
+        let what = format!("{} `{outcome}` decisions", count * pass);
+        pipewarden_tests::wait::until(&what, PASS_TIMEOUT, || async {
+            Ok((running.decisions(&outcome) >= count * pass).then_some(()))
+        })
+        .await?;
+        if pass == 1 {
+            wall = started.elapsed();
+        }
+        rss_after_pass.push(rss::now_kib());
+    }
+    // Each rebuild's Event is queued or dropped; wait for the queue to drain.
+    if outcome == "rebuild" {
+        let metrics = running.handle.metrics();
+        pipewarden_tests::wait::until("the Events", PASS_TIMEOUT, || async {
+            let dropped: u64 = ["Rebuilt"]
+                .iter()
+                .map(|reason| {
+                    let label = pipewarden::controller::metrics::ReasonLabel {
+                        reason: (*reason).to_owned(),
+                    };
+                    metrics.scale.swf_events_dropped.get_or_create(&label).get()
+                })
+                .sum();
+            let posted = count_events(&log.all()) as u64;
+            Ok((posted + dropped >= count).then_some(()))
+        })
+        .await?;
+    }
+    let requests = log.all();
+    running.stop().await;
+    let _ = std::fs::remove_dir_all(&cache);
+    Ok(measured(wall, &requests, rss_after_pass))
+}
+
+fn measured(wall: Duration, requests: &[(Method, String)], rss_after_pass: Vec<u64>) -> Measured {
+    let swf = |r: &&(Method, String)| r.1.contains("/scheduledworkflows");
+    let (reads, writes): (Vec<_>, Vec<_>) = requests
+        .iter()
+        .filter(swf)
+        .partition(|r| r.0 == Method::GET);
+    Measured {
+        wall_secs: wall.as_secs_f64(),
+        swf_reads: reads.len(),
+        swf_writes: writes.len(),
+        events: count_events(requests),
+        requests: requests.len(),
+        peak_rss_kib: rss::peak_kib(),
+        rss_after_pass_kib: rss_after_pass,
+    }
+}
+
+pub fn count_events(requests: &[(Method, String)]) -> usize {
+    requests
+        .iter()
+        .filter(|(_, path)| path.contains("/events"))
+        .count()
+}
