@@ -13,7 +13,15 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo test toolchain control-plane policies bench bench-swf lint
+.PHONY: demo test toolchain control-plane policies bench bench-swf lint image image-ref
+
+# The image `make image` builds and pushes: $(REGISTRY)/pipewarden:$(VERSION) unless IMAGE is given.
+REGISTRY ?= ghcr.io/pipewarden
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+IMAGE ?= $(REGISTRY)/pipewarden:$(VERSION)
+# A static glibc binary (the image has no libc); --target keeps build scripts dynamic.
+STATIC_TARGET := x86_64-unknown-linux-gnu
+TARGET_DIR = $(or $(CARGO_TARGET_DIR),target)
 
 demo: control-plane policies
 	$(call phase,demo,$(CARGO) run -q -p pipewarden-tests --bin demo -- $(DEMO_ARGS))
@@ -45,6 +53,16 @@ bench: policies
 # 2,000 SWFs reconciled on the local control plane, pipewarden beside the upstream baseline.
 bench-swf: control-plane policies
 	$(call phase,bench-swf,$(CARGO) bench -p pipewarden-tests --bench swf_reconcile)
+
+# The container image, without a container daemon: a static pipewarden on an empty base,
+# assembled and pushed with crane (built beside the control plane). `crane auth login` or a
+# Docker config file supplies the registry credentials.
+image: control-plane
+	$(call phase,static binary,RUSTFLAGS='-C target-feature=+crt-static' $(CARGO) build --release --locked --target $(STATIC_TARGET) -p pipewarden --bin pipewarden)
+	$(call phase,image,image/assemble.sh $(TARGET_DIR)/$(STATIC_TARGET)/release/pipewarden $(IMAGE))
+
+image-ref:
+	@echo $(IMAGE)
 
 lint:
 	$(call phase,fmt,$(CARGO) fmt --all --check)
