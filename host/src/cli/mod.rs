@@ -4,6 +4,7 @@ pub mod eval;
 pub mod floors;
 pub mod inputs;
 pub mod policy_args;
+pub mod policy_push;
 pub mod precompile;
 pub mod table;
 
@@ -28,6 +29,16 @@ pub enum Command {
     Eval(eval::EvalArgs),
     /// Compile a policy into the cache directory.
     Precompile(precompile::PrecompileArgs),
+    /// Policies as OCI artifacts.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PolicyCommand {
+    /// Push a .wasm policy to a registry as a CNCF Wasm artifact; prints the reference
+    /// pinned to its digest, the form `--policy` takes.
+    Push(policy_push::PushArgs),
 }
 
 /// The git commit this binary was built from (`unknown` when built without git metadata).
@@ -68,5 +79,6 @@ pub fn main(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Eval(args) => Ok(if eval::run(&args)? { 0 } else { 1 }),
         Command::Precompile(args) => precompile::run(&args).map(|()| 0),
+        Command::Policy(PolicyCommand::Push(args)) => policy_push::run(&args).map(|()| 0),
     }
 }
