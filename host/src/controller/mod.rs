@@ -67,7 +67,8 @@ pub fn load_policy(
     let attempt = || -> anyhow::Result<LoadedPolicy> {
         let given = settings.is_some();
         let settings = read_settings(settings)?;
-        let policy = args.load_observed(Some(metrics.retry_observer()))?
+        let policy = args
+            .load_observed(Some(metrics.retry_observer()))?
             .with_settings(&settings);
         if given {
             policy.validate_settings(&settings).map_err(|e| {
