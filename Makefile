@@ -13,7 +13,7 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo test toolchain control-plane policies bench bench-swf lint image image-ref
+.PHONY: demo test toolchain control-plane policies bench bench-swf lint image image-ref bench-oci
 
 # The image `make image` builds and pushes: $(REGISTRY)/pipewarden:$(VERSION) unless IMAGE is given.
 REGISTRY ?= ghcr.io/pipewarden
@@ -63,6 +63,10 @@ image: control-plane
 
 image-ref:
 	@echo $(IMAGE)
+
+# A policy from the local registry: first pull, then warm starts beside --policy FILE.
+bench-oci: control-plane policies
+	$(call phase,bench-oci,$(CARGO) bench -p pipewarden-tests --bench oci_start)
 
 lint:
 	$(call phase,fmt,$(CARGO) fmt --all --check)
