@@ -203,8 +203,12 @@ async fn an_swf_that_cannot_be_rendered_is_reported_and_the_others_are_rebuilt()
         corrupt.resource_version() == broken_version,
         "the broken SWF was written"
     );
+    // The series exists at 0 from the start: it must have counted.
     let failures = running.handle.metrics().encode().lines().any(|l| {
-        l.starts_with("pipewarden_policy_errors_total{export=\"render-swf\",kind=\"guest_error\"}")
+        l.strip_prefix(
+            "pipewarden_policy_errors_total{export=\"render-swf\",kind=\"guest_error\"} ",
+        )
+        .is_some_and(|value| value.trim() != "0")
     });
     ensure!(
         failures,
