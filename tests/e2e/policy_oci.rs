@@ -111,6 +111,21 @@ async fn a_pushed_policy_is_pulled_by_digest_and_then_served_from_the_cache_offl
         stdout(&offline)
     );
 
+    // A damaged cache entry is never loaded: the bytes are held to the layer digest.
+    let cached = cache
+        .join("oci/blobs/sha256")
+        .join(wasm_digest.trim_start_matches("sha256:"));
+    let mut bytes = std::fs::read(&cached)?;
+    bytes[100] ^= 0xff;
+    std::fs::write(&cached, &bytes)?;
+    let damaged = precompile(&pinned, &cache, &[])?;
+    ensure!(!damaged.status.success(), "a damaged cached policy loaded");
+    ensure!(
+        stderr(&damaged).contains(&pinned) && stderr(&damaged).contains(&wasm_digest),
+        "{}",
+        stderr(&damaged)
+    );
+
     // Without the cache there is nothing to fall back on: the error names the reference.
     let uncached = precompile(&pinned, &fresh_dir("oci-empty-cache"), &[])?;
     ensure!(!uncached.status.success());

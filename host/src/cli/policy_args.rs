@@ -86,6 +86,11 @@ impl PolicyArgs {
             Some(reference) => {
                 let fetched = self.fetch_oci(&reference, options.max_component_bytes)?;
                 let label = fetched.reference.to_string();
+                // The layer digest pins the bytes (a --policy-sha256 given instead must match).
+                let options = PolicyOptions {
+                    pinned_sha256: options.pinned_sha256.or(Some(fetched.layer_digest.clone())),
+                    ..options
+                };
                 Policy::from_bytes(&fetched.wasm, &label, options)
                     .with_context(|| format!("cannot load policy {label}"))
             }

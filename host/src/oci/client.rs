@@ -42,6 +42,9 @@ pub struct Fetched {
     pub wasm: Vec<u8>,
     /// The reference with the manifest digest it was pulled by.
     pub reference: PolicyRef,
+    /// The digest `wasm` must have. Pulled bytes were checked against it; bytes read from
+    /// the cache must be checked by whoever uses them (`PolicyArgs` pins the load to it).
+    pub layer_digest: String,
     pub from_cache: bool,
 }
 
@@ -195,10 +198,13 @@ pub async fn fetch(reference: &PolicyRef, options: &FetchOptions) -> Result<Fetc
             None => true,
             Some(key) => verify_cached(cache, reference, digest, key).is_ok(),
         };
-        if verified && let Some(wasm) = cache.get("blobs", &layer.digest) {
+        // Not hashed here: the loader checks the bytes against `layer_digest` as it
+        // computes their digest anyway, so a warm start hashes the policy once.
+        if verified && let Some(wasm) = cache.read_unverified("blobs", &layer.digest) {
             return Ok(Fetched {
                 wasm,
                 reference: reference.clone(),
+                layer_digest: layer.digest,
                 from_cache: true,
             });
         }
@@ -279,6 +285,7 @@ pub async fn fetch(reference: &PolicyRef, options: &FetchOptions) -> Result<Fetc
     Ok(Fetched {
         wasm,
         reference: pinned,
+        layer_digest: layer.digest,
         from_cache: false,
     })
 }
