@@ -13,7 +13,15 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo test toolchain control-plane policies bench bench-swf bench-swf-10k lint sdk-examples test-sdk bench-sdk
+.PHONY: demo test toolchain control-plane policies bench bench-swf bench-swf-10k lint sdk-examples test-sdk bench-sdk image image-ref bench-oci
+
+# The image `make image` builds and pushes: $(REGISTRY)/pipewarden:$(VERSION) unless IMAGE is given.
+REGISTRY ?= ghcr.io/pipewarden
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+IMAGE ?= $(REGISTRY)/pipewarden:$(VERSION)
+# A static glibc binary (the image has no libc); --target keeps build scripts dynamic.
+STATIC_TARGET := x86_64-unknown-linux-gnu
+TARGET_DIR = $(or $(CARGO_TARGET_DIR),target)
 
 demo: control-plane policies
 	$(call phase,demo,$(CARGO) run -q -p pipewarden-tests --bin demo -- $(DEMO_ARGS))
@@ -51,6 +59,20 @@ bench-swf: control-plane policies
 # The same at 10,000 SWFs (several minutes on 2 cores); not part of `make test`.
 bench-swf-10k:
 	$(MAKE) bench-swf SWFS=10000
+
+# The container image, without a container daemon: a static pipewarden on an empty base,
+# assembled and pushed with crane (built beside the control plane). `crane auth login` or a
+# Docker config file supplies the registry credentials.
+image: control-plane
+	$(call phase,static binary,RUSTFLAGS='-C target-feature=+crt-static' $(CARGO) build --release --locked --target $(STATIC_TARGET) -p pipewarden --bin pipewarden)
+	$(call phase,image,image/assemble.sh $(TARGET_DIR)/$(STATIC_TARGET)/release/pipewarden $(IMAGE))
+
+image-ref:
+	@echo $(IMAGE)
+
+# A policy from the local registry: first pull, then warm starts beside --policy FILE.
+bench-oci: control-plane policies
+	$(call phase,bench-oci,$(CARGO) bench -p pipewarden-tests --bench oci_start)
 
 lint:
 	$(call phase,fmt,$(CARGO) fmt --all --check)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Renders an overlay with a built policy: `deploy/render.sh [overlay] [policy.wasm]`.
 # Default: the kubeflow overlay and the default policy from `make policies`.
+# COMPONENTS="monitoring ..." adds components from deploy/components/ to the overlay.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
@@ -11,4 +12,18 @@ kustomize="${KUSTOMIZE:-${PIPEWARDEN_CONTROL_PLANE_BIN:-${PIPEWARDEN_CONTROL_PLA
 [[ -x "$kustomize" ]] || { echo "no kustomize at $kustomize: run \`make control-plane\`" >&2; exit 1; }
 cp "$wasm" "$here/base/policy/policy.wasm"
 echo "sha256:$(sha256sum "$wasm" | cut -d' ' -f1)" >"$here/base/policy/policy.sha256"
-"$kustomize" build "$here/overlays/$overlay"
+if [[ -z "${COMPONENTS:-}" ]]; then
+  exec "$kustomize" build "$here/overlays/$overlay"
+fi
+# Components join through a throwaway kustomization beside the overlays (kustomize takes
+# only relative paths) that names the overlay.
+work="$(mktemp -d "$here/.render.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+{
+  echo "apiVersion: kustomize.config.k8s.io/v1beta1"
+  echo "kind: Kustomization"
+  echo "resources: [../overlays/$overlay]"
+  echo "components:"
+  for component in $COMPONENTS; do echo "  - ../components/$component"; done
+} >"$work/kustomization.yaml"
+"$kustomize" build "$work"

@@ -9,4 +9,5 @@ pub mod engine;
 pub mod exit;
 pub mod lease;
 pub mod logging;
+pub mod oci;
 pub mod swf;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver and kustomize from the pinned Go wrapper modules beside this script.
+# Builds etcd, kube-apiserver, kustomize, the OCI registry, crane and cosign from the pinned Go wrapper modules beside this script.
 # Output: $PIPEWARDEN_CONTROL_PLANE_CACHE (default <repo>/.cache/bin). A binary is rebuilt only
 # when its version marker (derived from the go.mod pins) differs.
 set -euo pipefail
@@ -64,5 +64,14 @@ build kube-apiserver "$apiserver_dir" k8s.io/kubernetes k8s.io/kubernetes/cmd/ku
 
 # kustomize renders deploy/ for the manifest tests.
 build kustomize "$here/kustomize" sigs.k8s.io/kustomize/kustomize/v5 sigs.k8s.io/kustomize/kustomize/v5
+
+# A loopback OCI registry (CNCF distribution) for the image and policy-artifact tests, and
+# crane, which `make image` assembles and pushes the image with.
+build registry "$here/registry" github.com/distribution/distribution/v3 \
+  github.com/distribution/distribution/v3/cmd/registry
+build crane "$here/crane" github.com/google/go-containerregistry \
+  github.com/google/go-containerregistry/cmd/crane
+# cosign signs policy artifacts in the signature tests.
+build cosign "$here/cosign" github.com/sigstore/cosign/v2 github.com/sigstore/cosign/v2/cmd/cosign
 
 echo "control-plane: binaries in $out"

@@ -57,6 +57,9 @@ impl ApiServer {
             "--allow-privileged=true".to_owned(),
             "--endpoint-reconciler-type=none".to_owned(),
             "--profiling=false".to_owned(),
+            // Image volumes (beta, off by default before 1.35): the image-volume overlay's
+            // dry-run needs the field kept.
+            "--feature-gates=ImageVolume=true".to_owned(),
         ];
         let process = Supervised::spawn("kube-apiserver", dir.clone(), bin, &args)?;
 

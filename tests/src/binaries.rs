@@ -23,16 +23,34 @@ pub struct Binaries {
     pub kube_apiserver: PathBuf,
 }
 
+/// The directory the Go-built binaries are taken from, and how it was chosen.
+fn bin_dir() -> (PathBuf, String) {
+    match std::env::var_os(BIN_ENV) {
+        Some(dir) => (PathBuf::from(dir), format!("${BIN_ENV}")),
+        None => match std::env::var_os(CACHE_ENV) {
+            Some(dir) => (PathBuf::from(dir), format!("${CACHE_ENV}")),
+            None => (repo_root().join(".cache/bin"), "the build cache".to_owned()),
+        },
+    }
+}
+
+/// Another binary `tests/control-plane/build.sh` builds (`registry`, `crane`, `kustomize`).
+pub fn tool(name: &str) -> Result<PathBuf> {
+    let (dir, origin) = bin_dir();
+    let path = dir.join(name);
+    if !path.is_file() {
+        bail!(
+            "{name} not found in {} ({origin}): build it with `make control-plane`",
+            dir.display()
+        );
+    }
+    Ok(path)
+}
+
 impl Binaries {
     /// `$PIPEWARDEN_CONTROL_PLANE_BIN` if set, else the build cache; fails naming what is missing.
     pub fn locate() -> Result<Self> {
-        let (dir, origin) = match std::env::var_os(BIN_ENV) {
-            Some(dir) => (PathBuf::from(dir), format!("${BIN_ENV}")),
-            None => match std::env::var_os(CACHE_ENV) {
-                Some(dir) => (PathBuf::from(dir), format!("${CACHE_ENV}")),
-                None => (repo_root().join(".cache/bin"), "the build cache".to_owned()),
-            },
-        };
+        let (dir, origin) = bin_dir();
         let bins = Self {
             etcd: dir.join("etcd"),
             kube_apiserver: dir.join("kube-apiserver"),

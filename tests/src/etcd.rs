@@ -69,7 +69,7 @@ impl Etcd {
 }
 
 /// A plain HTTP/1.0 GET on loopback; returns the body of a 200 response.
-async fn get(port: u16, path: &str) -> Result<String> {
+pub(crate) async fn get(port: u16, path: &str) -> Result<String> {
     let exchange = async {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).await?;
         let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");

@@ -20,6 +20,7 @@ pub mod credentials;
 mod etcd;
 pub mod intercept;
 mod objects;
+pub mod registry;
 pub mod repo;
 pub mod resources;
 pub mod supervise;

@@ -4,6 +4,7 @@ pub mod eval;
 pub mod floors;
 pub mod inputs;
 pub mod policy_args;
+pub mod policy_push;
 pub mod precompile;
 pub mod table;
 pub mod test;
@@ -31,6 +32,16 @@ pub enum Command {
     Precompile(precompile::PrecompileArgs),
     /// Run case files against a policy: 0 all pass, 1 any fails, 2 a malformed case file.
     Test(test::TestArgs),
+    /// Policies as OCI artifacts.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PolicyCommand {
+    /// Push a .wasm policy to a registry as a CNCF Wasm artifact; prints the reference
+    /// pinned to its digest, the form `--policy` takes.
+    Push(policy_push::PushArgs),
 }
 
 /// The git commit this binary was built from (`unknown` when built without git metadata).
@@ -72,5 +83,6 @@ pub fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::Eval(args) => Ok(if eval::run(&args)? { 0 } else { 1 }),
         Command::Precompile(args) => precompile::run(&args).map(|()| 0),
         Command::Test(args) => test::run(&args),
+        Command::Policy(PolicyCommand::Push(args)) => policy_push::run(&args).map(|()| 0),
     }
 }

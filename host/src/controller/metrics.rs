@@ -94,6 +94,12 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
+        let metrics = Self::unset();
+        metrics.start_at_zero();
+        metrics
+    }
+
+    fn unset() -> Self {
         let mut registry = Registry::with_prefix("pipewarden");
         let swf_decisions = Family::<OutcomeLabel, Counter>::default();
         let swf_writes = Family::<OutcomeLabel, Counter>::default();
@@ -247,6 +253,46 @@ impl Metrics {
             scale,
             watch_last_success,
             watch_errors,
+        }
+    }
+
+    /// The series alerts and the dashboard query exist at 0 from the start: a counter that
+    /// appears only at its first increment hides that increment from `increase()`, and an
+    /// empty family is not exported at all.
+    fn start_at_zero(&self) {
+        let outcomes: [(&Family<OutcomeLabel, Counter>, &[&str]); 4] = [
+            (&self.policy_loads, &["loaded", "refused"]),
+            (&self.swf_writes, &["ok", "error"]),
+            (
+                &self.swf_decisions,
+                &[
+                    "rebuild",
+                    "up-to-date",
+                    "render-failed",
+                    "policy-error",
+                    "write-failed",
+                ],
+            ),
+            (&self.exit_notifications, &["sent", "gave-up"]),
+        ];
+        for (family, names) in outcomes {
+            for outcome in names {
+                drop(family.get_or_create(&OutcomeLabel {
+                    outcome: (*outcome).to_string(),
+                }));
+            }
+        }
+        for export in crate::engine::Export::ALL {
+            let export = export.name().to_string();
+            drop(self.policy_call_seconds.get_or_create(&ExportLabel {
+                export: export.clone(),
+            }));
+            for kind in crate::engine::PolicyError::KINDS {
+                drop(self.policy_errors.get_or_create(&PolicyErrorLabels {
+                    export: export.clone(),
+                    kind: kind.to_string(),
+                }));
+            }
         }
     }
 

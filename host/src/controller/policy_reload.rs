@@ -1,6 +1,7 @@
 //! Hot reload: when the policy file, its settings or its pin file change on disk (a ConfigMap
-//! update swaps them), load and validate the new policy off the decision path and swap it in
-//! atomically; a policy that fails anything is refused and the old one keeps serving.
+//! update swaps them), or the tag of an `oci://` policy moves (with `--policy-allow-tag`),
+//! load and validate the new policy off the decision path and swap it in atomically; a
+//! policy that fails anything is refused and the old one keeps serving.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,10 +28,12 @@ impl Inputs {
     /// A digest of the policy, settings and pin files together; None while one is unreadable.
     pub fn fingerprint(&self) -> Option<[u8; 32]> {
         let mut hasher = Sha256::new();
+        hasher.update(self.policy.source_fingerprint()?);
+        hasher.update([0]);
         let files = [
-            Some(&self.policy.policy),
             self.settings.as_ref(),
             self.policy.policy_sha256_file.as_ref(),
+            self.policy.policy_verify_key.as_ref(),
         ];
         for path in files.into_iter().flatten() {
             hasher.update(std::fs::read(path).ok()?);
@@ -54,7 +57,11 @@ pub async fn watch(
     let mut last = loaded_from;
     loop {
         tokio::time::sleep(interval).await;
-        let now = inputs.fingerprint();
+        // An OCI tag is resolved over the network: off the async workers.
+        let now = {
+            let inputs = inputs.clone();
+            tokio::task::spawn_blocking(move || inputs.fingerprint()).await?
+        };
         // A file briefly missing mid-swap is not a change worth acting on.
         if now.is_none() || now == last {
             continue;

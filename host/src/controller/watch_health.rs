@@ -34,6 +34,10 @@ impl WatchReporter {
             Some(namespace) => format!("{loop_name}/{namespace}"),
             None => loop_name.to_owned(),
         };
+        // At 0 from the start, so the first error shows in `increase()`.
+        drop(ctx.metrics.watch_errors.get_or_create(&WatchLabel {
+            watch: watch.clone(),
+        }));
         WatchReporter {
             watch: watch.into(),
             readiness: ctx.readiness.clone(),

@@ -90,6 +90,17 @@ pub enum PolicyError {
 }
 
 impl PolicyError {
+    /// Every [`kind`](Self::kind), for metrics that start at zero.
+    pub const KINDS: [&'static str; 7] = [
+        "timeout",
+        "out_of_memory",
+        "trap",
+        "guest_error",
+        "bad_output",
+        "input_too_large",
+        "instantiate",
+    ];
+
     /// A stable label for metrics and logs.
     pub fn kind(&self) -> &'static str {
         match self {

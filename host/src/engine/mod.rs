@@ -245,7 +245,8 @@ impl std::fmt::Debug for Policy {
 }
 
 /// A component binary starts with the wasm magic and layer 1 (a core module has layer 0).
-fn is_component(bytes: &[u8]) -> bool {
+/// A component's preamble: the wasm magic and layer 1 (a core module has layer 0).
+pub fn is_component(bytes: &[u8]) -> bool {
     bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [1, 0]
 }
 

@@ -50,7 +50,11 @@ pub fn counters(handle: &ControllerHandle) {
         "exit_notifications",
         "policy_errors",
     ] {
-        for (labels, value) in metric_lines(handle, family) {
+        // Series the controller keeps at 0 from the start are not news.
+        for (labels, value) in metric_lines(handle, family)
+            .into_iter()
+            .filter(|(_, value)| *value > 0)
+        {
             rows.push(vec![
                 family.to_string(),
                 labels.replace('"', ""),
