@@ -76,6 +76,10 @@ async fn a_transient_fault_at_each_step_costs_an_attempt_not_the_notification() 
             "no failed {step} attempt counted"
         );
     }
+    // The metric follows the mark the test saw: wait for it, then hold it to exactly that.
+    controller
+        .wait_for_notifications("sent", names.len() as u64)
+        .await?;
     ensure!(controller.notifications("sent") == names.len() as u64);
     ensure!(controller.gave_up() == 0);
     controller.stop().await;

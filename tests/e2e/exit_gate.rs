@@ -132,6 +132,8 @@ async fn a_refusing_receiver_gets_the_same_key_until_it_accepts() -> Result<()> 
         "request keys {keys:?}"
     );
     ensure!(controller.attempt_failures("deliver") == 3);
+    // The metric follows the mark the test saw: wait for it, then hold it to exactly that.
+    controller.wait_for_notifications("sent", 1).await?;
     ensure!(controller.notifications("sent") == 1);
     // A CloudEvent in binary mode.
     let first = &receiver.seen()[0];

@@ -76,6 +76,8 @@ async fn a_claim_left_pending_is_resent_with_its_key_after_restart() -> Result<(
         "{:?}",
         receiver.request_keys()
     );
+    // The metric follows the mark the test saw: wait for it, then hold it to exactly that.
+    controller.wait_for_notifications("sent", 1).await?;
     ensure!(controller.notifications("sent") == 1);
     controller.stop().await;
     Ok(())

@@ -162,15 +162,16 @@ fn render_swf_checks_changes_values_errors_and_idempotence() {
     export: render-swf
     swf: {file: SWF/kfp-2.3.yaml}
     output: {file: SWF/kfp-2.3.yaml, rendered: true}
-  - name: a reference-only SWF comes back unchanged
+  - name: a reference-only SWF has no pipeline to recompile
     export: render-swf
     swf: {file: SWF/kfp-reference-only.yaml}
-    unchanged: true
+    expect: error
+    error: "not-rebuildable: reference-only SWF"
   - name: the KFP 11296 corruption is a clear error
     export: render-swf
     swf: {file: SWF/kfp-2.3-corrupted.yaml}
     expect: error
-    error: holds no Argo Workflow
+    error: not a workflow compiled by KFP v2
   - name: a wrong expected value fails
     export: render-swf
     swf: {file: SWF/kfp-2.3.yaml}

@@ -116,7 +116,7 @@ impl Running {
     }
 
     pub fn writes_total(&self) -> u64 {
-        ["ok", "conflict", "gone", "error"]
+        ["ok", "conflict", "gone", "error", "throttled"]
             .iter()
             .map(|outcome| self.writes(outcome))
             .sum()
@@ -132,6 +132,20 @@ impl Running {
         let what = format!("{count} `{outcome}` decisions");
         pipewarden_tests::wait::until(&what, WAIT, || async {
             Ok((self.decisions(outcome) >= count).then_some(()))
+        })
+        .await
+    }
+
+    /// Watch events of the loop's own writes, recognised without a new decision.
+    pub fn own_writes_seen(&self) -> u64 {
+        self.handle.metrics().scale.swf_own_writes_seen.get()
+    }
+
+    /// Waits until at least `count` of the loop's own writes came back through the watch.
+    pub async fn wait_for_own_writes_seen(&self, count: u64) -> Result<()> {
+        let what = format!("{count} own writes seen on the watch");
+        pipewarden_tests::wait::until(&what, WAIT, || async {
+            Ok((self.own_writes_seen() >= count).then_some(()))
         })
         .await
     }
