@@ -6,11 +6,32 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::{Request, Response};
+use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt as _;
 use kube::client::{Body, DynBody};
 use tower::{BoxError, Layer, Service};
 
 pub type Answer = Response<Box<DynBody>>;
+
+/// A `Status` failure as the API server sends it: `code` with its `reason` and `message`.
+pub fn status_answer(code: StatusCode, reason: &str, message: &str) -> Answer {
+    let status = serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code.as_u16()
+    });
+    let body = Body::from(status.to_string().into_bytes()).map_err(|e| Box::new(e) as BoxError);
+    let mut response = Response::new(Box::new(body) as Box<DynBody>);
+    *response.status_mut() = code;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
 
 /// What to do with one request.
 pub enum Verdict {

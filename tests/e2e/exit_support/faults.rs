@@ -7,13 +7,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
-use http::{Method, Request, Response, StatusCode};
-use http_body_util::BodyExt as _;
-use kube::client::{Body, ClientBuilder, DynBody};
+use http::{Method, Request, StatusCode};
+use kube::client::{Body, ClientBuilder};
 use pipewarden_tests::ControlPlane;
-use pipewarden_tests::intercept::{Answer, Intercept, Verdict};
-use serde_json::json;
-use tower::BoxError;
+use pipewarden_tests::intercept::{Answer, Intercept, Verdict, status_answer};
 
 /// A step of the action path, as seen on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -132,20 +129,9 @@ impl Faults {
 
 /// What the API server answers when something inside it broke.
 fn internal_error() -> Answer {
-    let status = json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "status": "Failure",
-        "message": "injected fault: etcdserver: request timed out",
-        "reason": "InternalError",
-        "code": 500
-    });
-    let body = Body::from(status.to_string().into_bytes()).map_err(|e| Box::new(e) as BoxError);
-    let mut response = Response::new(Box::new(body) as Box<DynBody>);
-    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    response
+    status_answer(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "InternalError",
+        "injected fault: etcdserver: request timed out",
+    )
 }
