@@ -26,7 +26,7 @@ const WORKFLOWS: usize = 1000;
 const WRITERS: usize = 32;
 const LOAD_WAIT: Duration = Duration::from_secs(600);
 /// `--exit-attempts`: the most webhook requests one completion may cause.
-const ATTEMPTS: usize = 6;
+const ATTEMPTS: usize = 8;
 
 /// The copies of one workflow a lagging cache could still deliver after it completed.
 struct History {
@@ -136,7 +136,7 @@ async fn a_thousand_completions_with_stale_replays_notify_exactly_once_each() ->
         "exit load: racing replays decided {racing_tally:?}"
     ));
 
-    wait_until_all_sent(&api).await?;
+    wait_until_all_sent(&api, &controller).await?;
     log(format_args!("exit load: all {WORKFLOWS} marked sent"));
 
     // Everything is tombstoned now: every late replay is rejected outright.
@@ -219,18 +219,29 @@ async fn a_thousand_completions_with_stale_replays_notify_exactly_once_each() ->
     Ok(())
 }
 
-async fn wait_until_all_sent(api: &kube::Api<DynamicObject>) -> Result<()> {
+async fn wait_until_all_sent(
+    api: &kube::Api<DynamicObject>,
+    controller: &Controller,
+) -> Result<()> {
     pipewarden_tests::wait::until("every workflow marked sent", LOAD_WAIT, || async {
+        // A completion given up will never be sent: say so now, with where the others are.
         let list = api.list(&ListParams::default()).await?;
-        let sent = list
-            .items
-            .iter()
-            .filter(|w| {
-                let key = completion_key(w).unwrap_or_default();
-                w.annotations().get(NOTIFICATION_ANNOTATION) == Some(&format!("sent/{key}"))
-            })
-            .count();
-        Ok((sent == WORKFLOWS).then_some(()))
+        let mut states: BTreeMap<String, usize> = BTreeMap::new();
+        for workflow in &list.items {
+            let key = completion_key(workflow).unwrap_or_default();
+            let state = match workflow.annotations().get(NOTIFICATION_ANNOTATION) {
+                Some(mark) if *mark == format!("sent/{key}") => "sent".to_owned(),
+                Some(mark) => mark.split('/').next().unwrap_or_default().to_owned(),
+                None => "none".to_owned(),
+            };
+            *states.entry(state).or_default() += 1;
+        }
+        ensure!(
+            controller.gave_up() == 0,
+            "{} completions given up; marks: {states:?}",
+            controller.gave_up()
+        );
+        Ok((states.get("sent") == Some(&WORKFLOWS)).then_some(()))
     })
     .await
 }
