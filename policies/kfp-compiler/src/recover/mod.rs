@@ -334,14 +334,7 @@ fn flag_value(workflow: &Value, flag: &str) -> Option<String> {
 
 /// The root driver's `runtime-config` argument.
 fn runtime_config(workflow: &Value) -> Result<Option<Value>, RecoverError> {
-    let tasks = workflow
-        .pointer("/spec/templates")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t.pointer("/dag/tasks").and_then(Value::as_array))
-        .flatten();
-    for task in tasks {
+    for task in stores::dag_tasks(workflow) {
         let parameters = task
             .pointer("/arguments/parameters")
             .and_then(Value::as_array);

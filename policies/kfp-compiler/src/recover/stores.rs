@@ -114,18 +114,22 @@ impl References {
     }
 }
 
-/// Reads every DAG task that passes a task spec (`task`) with a stored component spec
-/// (`component`) and possibly an executor (`container` or `importer`).
-pub fn references(workflow: &Value, stores: &Stores) -> References {
-    let mut references = References::default();
-    let tasks = workflow
+/// Every task of every DAG template in a compiled workflow.
+pub fn dag_tasks(workflow: &Value) -> impl Iterator<Item = &Value> {
+    workflow
         .pointer("/spec/templates")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|t| t.pointer("/dag/tasks").and_then(Value::as_array))
-        .flatten();
-    for task in tasks {
+        .flatten()
+}
+
+/// Reads every DAG task that passes a task spec (`task`) with a stored component spec
+/// (`component`) and possibly an executor (`container` or `importer`).
+pub fn references(workflow: &Value, stores: &Stores) -> References {
+    let mut references = References::default();
+    for task in dag_tasks(workflow) {
         let parameters: BTreeMap<&str, &str> = task
             .pointer("/arguments/parameters")
             .and_then(Value::as_array)
