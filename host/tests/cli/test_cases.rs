@@ -66,6 +66,28 @@ fn the_default_policy_passes_the_shared_cases() {
     }
 }
 
+/// The default policy's own cases (`policies/kfp-default/cases/cases.yaml`) through the
+/// compiled component; `cargo test -p kfp-default --test cases` runs the same file natively.
+#[test]
+fn the_default_policy_passes_its_own_cases() {
+    let cases = repo_path("policies/kfp-default/cases/cases.yaml");
+    let out = test_command(&["-o", "json"], &[&cases.display().to_string()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let report: Value = serde_json::from_str(&stdout).expect("a JSON report");
+    assert_eq!(report["failed"], 0, "{stdout}");
+    let passed = report["passed"].as_u64().unwrap_or(0);
+    assert!(passed >= 50, "the case file shrank: {passed} cases");
+    for export in ["should-rebuild", "render-swf", "exit-eligibility"] {
+        let ran = report["cases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|case| case["export"] == export);
+        assert!(ran, "no {export} case ran");
+    }
+}
+
 #[test]
 fn a_failing_case_is_status_1_and_named_with_why() {
     let cases = case_file(
@@ -120,6 +142,11 @@ fn a_malformed_case_file_is_status_2_naming_file_case_and_problem() {
             "no-check.yaml",
             "cases:\n  - name: checks nothing\n    export: render-swf\n    swf: {file: SWF/kfp-2.3.yaml}\n",
             "a render-swf case needs a check",
+        ),
+        (
+            "bad-json-type.yaml",
+            "cases:\n  - name: typed\n    export: render-swf\n    swf: {file: SWF/kfp-2.3.yaml}\n    types: {/spec/workflow/spec: text}\n",
+            "types /spec/workflow/spec \"text\" is not one of string, object, array, number, boolean, null",
         ),
         ("no-cases.yaml", "cases: []\n", "no cases"),
     ];

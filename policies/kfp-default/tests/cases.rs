@@ -1,71 +1,91 @@
-//! `cases/cases.yaml`, run natively against the policy's exports (the component run is in the
-//! host's tests and checks the same file).
-
-#[path = "../cases/runner.rs"]
-mod runner;
+//! `cases/cases.yaml`, run natively against the policy's Rust exports by the same case runner
+//! as `pipewarden test` (which runs the file through the compiled component in the host's
+//! tests), so both check the same cases with the same expectations.
 
 use std::path::Path;
 
 use kfp_default::KfpDefault;
-use pipewarden_guest::{
-    Eligibility, EventKind, Policy, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext,
-    Stamps, Tombstone, WorkflowEvent,
-};
-use runner::{EventCase, PolicyUnderTest, RebuildCase, TombstoneCase};
+use pipewarden::cli::test::{self, Decisions, TestOutput};
+use pipewarden::engine::{self as host, Export, PolicyError};
+use pipewarden_guest::{self as guest, Policy as _};
 
-struct Native;
+/// The policy's logic, called directly; its `settings` import answered natively.
+struct Native {
+    settings: String,
+}
 
-impl PolicyUnderTest for Native {
-    fn should_rebuild(&mut self, case: &RebuildCase) -> (String, String) {
-        let policy = match case.policy.as_str() {
-            "disable" => RebuildPolicy::Disable,
-            "always" => RebuildPolicy::Always,
-            _ => RebuildPolicy::OnVersionChange,
-        };
-        let decision = KfpDefault::should_rebuild(RebuildInput {
-            policy,
-            swf: case.swf.clone(),
-            target_version: case.target.clone(),
-            stamps: Stamps {
-                version: case.version_stamp.clone(),
-                render_hash: case.hash_stamp.clone(),
-            },
-            settings: case.settings.clone(),
-        });
-        match decision {
-            RebuildDecision::Rebuild(reason) => ("rebuild".into(), reason),
-            RebuildDecision::Skip(reason) => ("skip".into(), reason),
+impl Native {
+    fn settings_in_force(&self) {
+        pipewarden_guest::settings::set_native(&self.settings);
+    }
+}
+
+fn guest_error(export: Export, message: String) -> PolicyError {
+    PolicyError::Guest { export, message }
+}
+
+impl Decisions for Native {
+    fn with_settings(&self, settings: &str) -> Self {
+        Native {
+            settings: settings.to_string(),
         }
     }
 
-    fn render(
-        &mut self,
-        swf: &str,
-        target: Option<&str>,
-        settings: &str,
-    ) -> Result<String, String> {
-        let context = RenderContext {
-            target_version: target.map(str::to_string),
-            settings: settings.to_string(),
+    fn validate_settings(&self, settings: &str) -> Result<(), PolicyError> {
+        self.settings_in_force();
+        KfpDefault::validate_settings(settings.to_string())
+            .map_err(|message| guest_error(Export::ValidateSettings, message))
+    }
+
+    fn should_rebuild(
+        &self,
+        input: &host::RebuildInput,
+    ) -> Result<host::RebuildDecision, PolicyError> {
+        self.settings_in_force();
+        let policy = match input.policy {
+            host::RebuildPolicy::Disable => guest::RebuildPolicy::Disable,
+            host::RebuildPolicy::Always => guest::RebuildPolicy::Always,
+            host::RebuildPolicy::OnVersionChange => guest::RebuildPolicy::OnVersionChange,
+        };
+        let decision = KfpDefault::should_rebuild(guest::RebuildInput {
+            policy,
+            swf: input.swf.clone(),
+            target_version: input.target_version.clone(),
+            stamps: guest::Stamps {
+                version: input.stamps.version.clone(),
+                render_hash: input.stamps.render_hash.clone(),
+            },
+            settings: input.settings.clone(),
+        });
+        Ok(match decision {
+            guest::RebuildDecision::Rebuild(reason) => host::RebuildDecision::Rebuild(reason),
+            guest::RebuildDecision::Skip(reason) => host::RebuildDecision::Skip(reason),
+        })
+    }
+
+    fn render_swf(&self, swf: &str, context: &host::RenderContext) -> Result<String, PolicyError> {
+        self.settings_in_force();
+        let context = guest::RenderContext {
+            target_version: context.target_version.clone(),
+            settings: context.settings.clone(),
         };
         KfpDefault::render_swf(swf.to_string(), context)
+            .map_err(|message| guest_error(Export::RenderSwf, message))
     }
 
     fn exit_eligibility(
-        &mut self,
-        event: &EventCase,
-        tombstone: Option<&TombstoneCase>,
-        settings: &str,
-    ) -> (String, String) {
-        // What the host's `settings` import answers inside a component.
-        pipewarden_guest::settings::set_native(settings);
-        let kind = match event.kind.as_str() {
-            "added" => EventKind::Added,
-            "deleted" => EventKind::Deleted,
-            "relisted" => EventKind::Relisted,
-            _ => EventKind::Modified,
+        &self,
+        event: &host::WorkflowEvent,
+        tombstone: Option<&host::Tombstone>,
+    ) -> Result<host::Eligibility, PolicyError> {
+        self.settings_in_force();
+        let kind = match event.kind {
+            host::EventKind::Added => guest::EventKind::Added,
+            host::EventKind::Modified => guest::EventKind::Modified,
+            host::EventKind::Deleted => guest::EventKind::Deleted,
+            host::EventKind::Relisted => guest::EventKind::Relisted,
         };
-        let event = WorkflowEvent {
+        let event = guest::WorkflowEvent {
             kind,
             namespace: event.namespace.clone(),
             name: event.name.clone(),
@@ -75,23 +95,45 @@ impl PolicyUnderTest for Native {
             labels: event.labels.clone(),
             workflow: event.workflow.clone(),
         };
-        let tombstone = tombstone.map(|t| Tombstone {
+        let tombstone = tombstone.map(|t| guest::Tombstone {
             resource_version: t.resource_version.clone(),
             phase: t.phase.clone(),
             completed: t.completed,
-            age_seconds: 1,
+            age_seconds: t.age_seconds,
         });
-        match KfpDefault::exit_eligibility(event, tombstone) {
-            Eligibility::Process => ("process".into(), String::new()),
-            Eligibility::Skip(reason) => ("skip".into(), reason),
-            Eligibility::RejectStale(reason) => ("reject-stale".into(), reason),
-            Eligibility::Requeue(reason) => ("requeue".into(), reason),
-        }
+        Ok(match KfpDefault::exit_eligibility(event, tombstone) {
+            guest::Eligibility::Process => host::Eligibility::Process,
+            guest::Eligibility::Skip(reason) => host::Eligibility::Skip(reason),
+            guest::Eligibility::RejectStale(reason) => host::Eligibility::RejectStale(reason),
+            guest::Eligibility::Requeue(reason) => host::Eligibility::Requeue(reason),
+        })
     }
 }
 
 #[test]
 fn every_case_holds_natively() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    runner::check_all(&root, &mut Native);
+    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/cases.yaml");
+    let files = test::load_files(&[cases]).expect("a well-formed case file");
+    let native = Native {
+        settings: "{}".into(),
+    };
+    let report = test::run_files(&native, &files, None).expect("settings readable");
+    test::print(&report, TestOutput::Table).expect("print the table");
+    assert!(
+        report.rows.len() >= 50,
+        "the case file shrank: {} cases",
+        report.rows.len()
+    );
+    let failures: Vec<String> = report
+        .rows
+        .iter()
+        .filter(|row| !row.outcome.pass)
+        .map(|row| format!("{}: {}", row.name, row.outcome.detail))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

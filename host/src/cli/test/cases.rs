@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::decisions::Decisions;
 use super::format::{Case, EventSpec, ExportName, SwfSpec, TombstoneSpec, WorkflowBase};
 use super::swf_checks;
-use crate::engine::{Policy, PolicyError, RebuildDecision, RebuildInput, RenderContext};
+use crate::engine::{PolicyError, RebuildDecision, RebuildInput, RenderContext};
 use crate::exit::event::parse_event_kind;
 use crate::exit::gate::{self, eligibility_parts};
 use crate::exit::tombstone::{ManualClock, Phase, Sighting, TombstoneCache};
@@ -44,7 +45,7 @@ pub struct Defaults<'a> {
     pub target: Option<&'a str>,
 }
 
-pub fn run_case(policy: &Policy, case: &Case, defaults: &Defaults) -> Outcome {
+pub fn run_case<P: Decisions>(policy: &P, case: &Case, defaults: &Defaults) -> Outcome {
     let settings = match case_settings(case, defaults.settings) {
         Ok(settings) => settings,
         Err(message) => return Outcome::fail("-".into(), "-".into(), message),
@@ -95,8 +96,8 @@ fn case_settings(case: &Case, base: &Value) -> Result<String, String> {
         }))
 }
 
-struct CaseRun<'a> {
-    policy: &'a Policy,
+struct CaseRun<'a, P> {
+    policy: &'a P,
     settings: String,
     target: Option<String>,
     /// The file's settings: what a `rendered: true` SWF was rendered with, before the case's
@@ -104,7 +105,7 @@ struct CaseRun<'a> {
     base_settings: String,
 }
 
-impl CaseRun<'_> {
+impl<P: Decisions> CaseRun<'_, P> {
     fn render_text(&self, swf: &str, settings: &str) -> Result<String, PolicyError> {
         let context = RenderContext {
             target_version: self.target.clone(),
@@ -265,7 +266,9 @@ impl CaseRun<'_> {
                 }
             };
             let kind = parse_event_kind(&event.kind).expect("checked");
-            let assessment = match gate::assess(self.policy, &tombstones, kind, &workflow) {
+            let decide =
+                |event: &_, tombstone: Option<&_>| self.policy.exit_eligibility(event, tombstone);
+            let assessment = match gate::assess_with(decide, &tombstones, kind, &workflow) {
                 Ok(assessment) => assessment,
                 Err(error) => {
                     got.push(format!("error ({})", error.kind()));

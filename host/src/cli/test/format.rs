@@ -89,6 +89,10 @@ pub struct Case {
     /// render-swf: JSON pointers the render must have.
     #[serde(default)]
     pub present: Vec<String>,
+    /// render-swf: JSON pointer -> the JSON type of the value there, in the render as returned
+    /// (the embedded workflow not parsed: `{/spec/workflow/spec: string}` is KFP's form).
+    #[serde(default)]
+    pub types: BTreeMap<String, String>,
     /// render-swf: rendering the render again gives the same text.
     #[serde(default)]
     pub idempotent: bool,
@@ -175,6 +179,7 @@ pub struct EventSpec {
 
 pub const REBUILD_DECISIONS: &[&str] = &["rebuild", "skip"];
 pub const RENDER_OUTCOMES: &[&str] = &["ok", "error"];
+pub const JSON_TYPES: &[&str] = &["string", "object", "array", "number", "boolean", "null"];
 pub const ELIGIBILITIES: &[&str] = &["process", "skip", "reject-stale", "requeue"];
 pub const ACTIONS: &[&str] = &["notify", "already-notified", "none"];
 
@@ -243,6 +248,7 @@ fn check_case(case: &Case) -> anyhow::Result<()> {
         ("ignore", !case.ignore.is_empty()),
         ("equal", !case.equal.is_empty()),
         ("present", !case.present.is_empty()),
+        ("types", !case.types.is_empty()),
         ("idempotent", case.idempotent),
         ("unchanged", case.unchanged),
     ]);
@@ -294,11 +300,20 @@ fn check_case(case: &Case) -> anyhow::Result<()> {
             }
             if !wants_error && render_only_checks(case).is_empty() {
                 bail!(
-                    "a render-swf case needs a check: changes, output, equal, present, idempotent or unchanged"
+                    "a render-swf case needs a check: changes, output, equal, present, types, idempotent or unchanged"
                 );
             }
             for pointer in case.equal.keys().chain(&case.present) {
                 check_pointer(pointer)?;
+            }
+            for (pointer, json_type) in &case.types {
+                check_pointer(pointer)?;
+                one_of(
+                    &format!("types {pointer}"),
+                    Some(json_type),
+                    JSON_TYPES,
+                    true,
+                )?;
             }
             Ok(())
         }
@@ -348,6 +363,7 @@ fn render_only_checks(case: &Case) -> Vec<&'static str> {
         ("output", case.output.is_some()),
         ("equal", !case.equal.is_empty()),
         ("present", !case.present.is_empty()),
+        ("types", !case.types.is_empty()),
         ("idempotent", case.idempotent),
         ("unchanged", case.unchanged),
     ]

@@ -3,6 +3,7 @@
 //! when a case file is malformed (nothing runs then). The format is `docs/policy-tests.md`.
 
 mod cases;
+mod decisions;
 pub mod format;
 mod swf_checks;
 
@@ -14,6 +15,8 @@ use serde_json::Value;
 
 use super::policy_args::PolicyArgs;
 use super::table::Table;
+pub use cases::Outcome;
+pub use decisions::Decisions;
 use format::{CaseFile, SettingsSource};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,45 +42,67 @@ pub struct TestArgs {
 
 /// One case's row.
 #[derive(Debug, serde::Serialize)]
-struct Row {
-    file: String,
-    name: String,
-    export: &'static str,
+pub struct Row {
+    pub file: String,
+    pub name: String,
+    pub export: &'static str,
     #[serde(flatten)]
-    outcome: cases::Outcome,
+    pub outcome: cases::Outcome,
+}
+
+/// Every case of the files, against `policy`: rows in file order.
+pub struct Report {
+    pub rows: Vec<Row>,
+}
+
+impl Report {
+    pub fn failed(&self) -> usize {
+        self.rows.iter().filter(|row| !row.outcome.pass).count()
+    }
 }
 
 /// Runs every case of every file; returns the exit status (0 all pass, 1 any fails).
 pub fn run(args: &TestArgs) -> anyhow::Result<i32> {
     super::floors::check_policy(&args.policy)?;
     // Every file is read and checked before the policy runs: a malformed one is status 2.
-    let files = args
-        .cases
-        .iter()
-        .map(|path| format::load(path))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let files = load_files(&args.cases)?;
     let override_settings = args
         .settings
         .as_ref()
         .map(|path| read_settings(&SettingsSource::File(path.clone())))
         .transpose()?;
     let policy = args.policy.load()?;
+    let report = run_files(&policy, &files, override_settings.as_ref())?;
+    print(&report, args.output)?;
+    Ok(if report.failed() == 0 { 0 } else { 1 })
+}
+
+/// Reads and checks case files; the first malformed one is an error naming it.
+pub fn load_files(paths: &[PathBuf]) -> anyhow::Result<Vec<CaseFile>> {
+    paths.iter().map(|path| format::load(path)).collect()
+}
+
+/// Runs every case of `files` against `policy`, with each file's settings unless `settings`
+/// overrides them all.
+pub fn run_files<P: Decisions>(
+    policy: &P,
+    files: &[CaseFile],
+    settings: Option<&Value>,
+) -> anyhow::Result<Report> {
     let mut rows = Vec::new();
-    for file in &files {
-        let settings = match (&override_settings, &file.settings) {
+    for file in files {
+        let settings = match (settings, &file.settings) {
             (Some(settings), _) => settings.clone(),
             (None, Some(source)) => read_settings(source)
                 .with_context(|| format!("{}: settings", file.path.display()))?,
             (None, None) => Value::Object(Default::default()),
         };
-        rows.extend(run_file(&policy, file, &settings));
+        rows.extend(run_file(policy, file, &settings));
     }
-    let failed = rows.iter().filter(|row| !row.outcome.pass).count();
-    print(&rows, failed, args.output)?;
-    Ok(if failed == 0 { 0 } else { 1 })
+    Ok(Report { rows })
 }
 
-fn run_file(policy: &crate::engine::Policy, file: &CaseFile, settings: &Value) -> Vec<Row> {
+fn run_file<P: Decisions>(policy: &P, file: &CaseFile, settings: &Value) -> Vec<Row> {
     let defaults = cases::Defaults {
         settings,
         target: file.target.as_deref(),
@@ -103,7 +128,10 @@ fn read_settings(source: &SettingsSource) -> anyhow::Result<Value> {
     }
 }
 
-fn print(rows: &[Row], failed: usize, output: TestOutput) -> anyhow::Result<()> {
+/// Prints the report as `pipewarden test` does: a table and one line per failure, or one JSON or
+/// YAML document.
+pub fn print(report: &Report, output: TestOutput) -> anyhow::Result<()> {
+    let (rows, failed) = (&report.rows, report.failed());
     let mut out = std::io::stdout().lock();
     let summary = serde_json::json!({
         "cases": rows,

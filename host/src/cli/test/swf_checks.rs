@@ -68,6 +68,15 @@ impl Checks<'_> {
         if !case.present.is_empty() {
             done.push(format!("{} present", case.present.len()));
         }
+        for (pointer, want) in &case.types {
+            let got = out.pointer(pointer).map_or("missing", json_type);
+            if got != want {
+                return Err(format!("{pointer} is {got}, expected {want}"));
+            }
+        }
+        if !case.types.is_empty() {
+            done.push(format!("{} type(s)", case.types.len()));
+        }
         if case.idempotent {
             let again = (self.rerender)(self.output)
                 .map_err(|e| format!("rendering the render again: {e}"))?;
@@ -103,6 +112,17 @@ impl Checks<'_> {
         paths.sort();
         paths.dedup();
         paths
+    }
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::String(_) => "string",
+        Value::Object(_) => "object",
+        Value::Array(_) => "array",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "boolean",
+        Value::Null => "null",
     }
 }
 
