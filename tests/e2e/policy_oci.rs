@@ -97,6 +97,23 @@ async fn a_pushed_policy_is_pulled_by_digest_and_then_served_from_the_cache_offl
         stdout(&pulled)
     );
 
+    // A policy author tests the artifact itself: `pipewarden test` takes the same reference.
+    let shared_cases = deploy_support::repo_path("tests/cases/shared.yaml");
+    let tested = pipewarden(&[
+        "test",
+        "--policy",
+        &pinned,
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        shared_cases.to_str().unwrap(),
+    ])?;
+    ensure!(
+        tested.status.success() && stdout(&tested).contains(" passed, 0 failed"),
+        "pipewarden test on {pinned}: {}{}",
+        stdout(&tested),
+        stderr(&tested)
+    );
+
     // The registry goes away: the pinned policy still loads, from the cache.
     drop(registry);
     let offline = precompile(&pinned, &cache, &[])?;
