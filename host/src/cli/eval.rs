@@ -53,10 +53,12 @@ pub struct EvalArgs {
 
 /// Returns whether every decision was made (no policy error).
 pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
-    super::floors::check_eval(args)?;
-    let rebuild_policy = parse_rebuild_policy(&args.rebuild_policy).map_err(anyhow::Error::msg)?;
     let settings = read_settings(args.settings.as_ref())?;
-    let policy = args.policy.load()?.with_settings(&settings);
+    let policy_args = args.policy.with_settings_budget(&settings.budget);
+    super::floors::check_eval(args, &policy_args)?;
+    let rebuild_policy = parse_rebuild_policy(&args.rebuild_policy).map_err(anyhow::Error::msg)?;
+    let settings = settings.text;
+    let policy = policy_args.load()?.with_settings(&settings);
     // Without settings only exit eligibility is meaningful; renders then see `{}`.
     if args.settings.is_some() {
         policy

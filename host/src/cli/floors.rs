@@ -109,9 +109,9 @@ pub fn check_policy(args: &PolicyArgs) -> anyhow::Result<()> {
     check(&policy_floors(args))
 }
 
-/// `pipewarden eval`.
-pub fn check_eval(args: &EvalArgs) -> anyhow::Result<()> {
-    let mut floors = policy_floors(&args.policy);
+/// `pipewarden eval`; `policy` is its policy flags with the settings' budget filled in.
+pub fn check_eval(args: &EvalArgs, policy: &PolicyArgs) -> anyhow::Result<()> {
+    let mut floors = policy_floors(policy);
     floors.push(Floor::duration(
         "--tombstone-ttl",
         None,
@@ -121,9 +121,9 @@ pub fn check_eval(args: &EvalArgs) -> anyhow::Result<()> {
     check(&floors)
 }
 
-/// `pipewarden run`.
-pub fn check_run(args: &RunArgs) -> anyhow::Result<()> {
-    let mut floors = policy_floors(&args.policy);
+/// `pipewarden run`; `policy` is its policy flags with the settings' budget filled in.
+pub fn check_run(args: &RunArgs, policy: &PolicyArgs) -> anyhow::Result<()> {
+    let mut floors = policy_floors(policy);
     floors.extend([
         Floor::count(
             "--concurrency",
@@ -223,13 +223,13 @@ pub fn check_run(args: &RunArgs) -> anyhow::Result<()> {
         ),
     ]);
     check(&floors)?;
-    check_pool(args)
+    check_pool(args, policy)
 }
 
 /// Each loop makes up to `--concurrency` decisions at once, each in its own pooled instance;
 /// beyond the pool a decision fails instead of waiting, so the pool must hold both loops' worth.
-fn check_pool(args: &RunArgs) -> anyhow::Result<()> {
-    let pool = args.policy.resolved_budget().pool_size as usize;
+fn check_pool(args: &RunArgs, policy: &PolicyArgs) -> anyhow::Result<()> {
+    let pool = policy.resolved_budget().pool_size as usize;
     let needed = 2 * args.concurrency;
     if pool < needed {
         bail!(

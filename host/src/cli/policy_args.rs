@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::engine::{Budget, BudgetPreset, Policy, PolicyOptions, RetryObserver};
+use crate::engine::{
+    BUDGET_KEY, Budget, BudgetPreset, BudgetSettings, Policy, PolicyOptions, RetryObserver,
+};
 use crate::oci::{FetchOptions, Fetched, PolicyRef, VerifyKey};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -41,9 +43,9 @@ pub struct PolicyArgs {
     #[arg(long, env = "PIPEWARDEN_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
     /// The policy's limits: compiled (Rust) or interpreter (Python, JavaScript); each flag
-    /// below overrides one of them.
-    #[arg(long, env = "PIPEWARDEN_POLICY_BUDGET", value_enum, default_value_t = BudgetPreset::Compiled)]
-    pub budget: BudgetPreset,
+    /// below overrides one of them [default: compiled, or the settings' `pipewarden.io/budget`].
+    #[arg(long, env = "PIPEWARDEN_POLICY_BUDGET", value_enum)]
+    pub budget: Option<BudgetPreset>,
     /// Deadline for render-swf, in milliseconds [compiled 100, interpreter 1000].
     #[arg(long, env = "PIPEWARDEN_RENDER_TIMEOUT_MS")]
     pub render_timeout_ms: Option<u64>,
@@ -80,9 +82,22 @@ impl PolicyArgs {
         .with_budget(&self.resolved_budget()))
     }
 
+    /// These flags, each one not given taken from a settings document's budget.
+    pub fn with_settings_budget(&self, settings: &BudgetSettings) -> PolicyArgs {
+        PolicyArgs {
+            budget: self.budget.or(settings.preset),
+            memory_limit_mib: self.memory_limit_mib.or(settings.memory_mib),
+            render_timeout_ms: self.render_timeout_ms.or(settings.render_timeout_ms),
+            decision_timeout_ms: self.decision_timeout_ms.or(settings.decision_timeout_ms),
+            policy_pool_size: self.policy_pool_size.or(settings.pool_size),
+            policy_core_instances: self.policy_core_instances.or(settings.core_instances),
+            ..self.clone()
+        }
+    }
+
     /// The preset's limits with the flags given on top.
     pub fn resolved_budget(&self) -> Budget {
-        let preset = self.budget.budget();
+        let preset = self.budget.unwrap_or_default().budget();
         Budget {
             memory_mib: self.memory_limit_mib.unwrap_or(preset.memory_mib),
             render_timeout: self
@@ -186,14 +201,105 @@ impl PolicyArgs {
     }
 }
 
-/// Reads a settings file (JSON or YAML) as the JSON text a policy receives; none means `{}`.
-pub fn read_settings(path: Option<&PathBuf>) -> anyhow::Result<String> {
+/// A settings file as read: what the policy receives, and the budget it sets for the host.
+#[derive(Debug, Default)]
+pub struct Settings {
+    /// JSON text, without the budget.
+    pub text: String,
+    pub budget: BudgetSettings,
+}
+
+/// Reads a settings file (JSON or YAML); none means `{}` and no budget.
+pub fn read_settings(path: Option<&PathBuf>) -> anyhow::Result<Settings> {
     let Some(path) = path else {
-        return Ok("{}".into());
+        return Ok(Settings {
+            text: "{}".into(),
+            budget: BudgetSettings::default(),
+        });
     };
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read settings {}", path.display()))?;
     let value: serde_json::Value = serde_yaml::from_str(&text)
         .with_context(|| format!("settings {} are neither JSON nor YAML", path.display()))?;
-    Ok(value.to_string())
+    split_budget(value).with_context(|| format!("settings {}", path.display()))
+}
+
+/// Takes the host's budget out of a settings document.
+pub fn split_budget(mut value: serde_json::Value) -> anyhow::Result<Settings> {
+    let budget = match value.as_object_mut().and_then(|map| map.remove(BUDGET_KEY)) {
+        Some(budget) => serde_json::from_value(budget).with_context(|| {
+            format!(
+                "{BUDGET_KEY} takes preset (compiled | interpreter), memoryMib, \
+                 renderTimeoutMs, decisionTimeoutMs, poolSize and coreInstances"
+            )
+        })?,
+        None => BudgetSettings::default(),
+    };
+    Ok(Settings {
+        text: value.to_string(),
+        budget,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser as _;
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Flags {
+        #[command(flatten)]
+        policy: PolicyArgs,
+    }
+
+    fn flags(args: &[&str]) -> PolicyArgs {
+        let argv = ["pipewarden", "--policy", "p.wasm"].iter().chain(args);
+        Flags::try_parse_from(argv).unwrap().policy
+    }
+
+    #[test]
+    fn the_budget_leaves_the_settings_the_policy_sees() {
+        let settings = split_budget(json!({
+            "notify": "all",
+            BUDGET_KEY: {"preset": "interpreter", "poolSize": 24},
+        }))
+        .unwrap();
+        assert_eq!(settings.text, r#"{"notify":"all"}"#);
+        assert_eq!(settings.budget.preset, Some(BudgetPreset::Interpreter));
+        assert_eq!(settings.budget.pool_size, Some(24));
+        let none = split_budget(json!({"notify": "all"})).unwrap();
+        assert_eq!(none.budget, BudgetSettings::default());
+    }
+
+    #[test]
+    fn a_misspelt_budget_key_is_refused() {
+        let error = split_budget(json!({BUDGET_KEY: {"poolSiz": 4}})).unwrap_err();
+        assert!(format!("{error:#}").contains("poolSiz"), "{error:#}");
+    }
+
+    #[test]
+    fn flags_override_the_settings_budget_which_overrides_the_preset() {
+        let from_settings = BudgetSettings {
+            preset: Some(BudgetPreset::Interpreter),
+            decision_timeout_ms: Some(400),
+            pool_size: Some(24),
+            ..BudgetSettings::default()
+        };
+        let budget = flags(&["--policy-pool-size", "32"])
+            .with_settings_budget(&from_settings)
+            .resolved_budget();
+        let interpreter = BudgetPreset::Interpreter.budget();
+        assert_eq!(budget.pool_size, 32, "the flag wins");
+        assert_eq!(budget.decision_timeout, Duration::from_millis(400));
+        assert_eq!(
+            budget.memory_mib, interpreter.memory_mib,
+            "the settings' preset"
+        );
+        let plain = flags(&[]).with_settings_budget(&BudgetSettings::default());
+        assert_eq!(plain.resolved_budget(), BudgetPreset::Compiled.budget());
+    }
 }

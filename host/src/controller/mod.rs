@@ -73,6 +73,10 @@ pub fn load_policy(
     let attempt = || -> anyhow::Result<LoadedPolicy> {
         let given = settings.is_some();
         let settings = read_settings(settings)?;
+        // A budget in the settings is read on every load, so a reload picks up a new one.
+        let args = args.with_settings_budget(&settings.budget);
+        crate::cli::floors::check_policy(&args)?;
+        let settings = settings.text;
         let policy = args
             .load_observed(Some(metrics.retry_observer()))?
             .with_settings(&settings);
@@ -102,7 +106,12 @@ pub fn load_policy(
 
 /// What can be refused before anything starts: flags below their floor, missing settings.
 fn check_args(args: &RunArgs) -> anyhow::Result<()> {
-    crate::cli::floors::check_run(args)?;
+    // Unreadable settings are reported by the policy load, in its order; here only their budget
+    // matters, held to the same floors as the flags.
+    let budget = read_settings(args.settings.as_ref())
+        .map(|settings| settings.budget)
+        .unwrap_or_default();
+    crate::cli::floors::check_run(args, &args.policy.with_settings_budget(&budget))?;
     if args.swf.enabled && args.settings.is_none() {
         anyhow::bail!(
             "--settings (PIPEWARDEN_SETTINGS) is required by the SWF loop, which renders; \

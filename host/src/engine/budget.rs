@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 /// The presets `--budget` names.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(clap::ValueEnum, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
 pub enum BudgetPreset {
     /// Policies compiled to Wasm (Rust): small instances, decisions in microseconds.
     #[default]
@@ -29,6 +30,23 @@ pub struct Budget {
     /// Core Wasm instances one component instance may create (its modules, adapters, shims).
     pub core_instances: u32,
 }
+
+/// The budget a settings document sets for its policy, under [`BUDGET_KEY`]; each limit given
+/// replaces the preset's, and a flag replaces it in turn.
+#[derive(serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BudgetSettings {
+    pub preset: Option<BudgetPreset>,
+    pub memory_mib: Option<usize>,
+    pub render_timeout_ms: Option<u64>,
+    pub decision_timeout_ms: Option<u64>,
+    pub pool_size: Option<u32>,
+    pub core_instances: Option<u32>,
+}
+
+/// The settings key holding a [`BudgetSettings`]; the host removes it before the policy sees
+/// the settings, so it is in neither `validate-settings` nor the settings hash.
+pub const BUDGET_KEY: &str = "pipewarden.io/budget";
 
 impl BudgetPreset {
     pub fn budget(self) -> Budget {

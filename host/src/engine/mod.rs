@@ -27,7 +27,7 @@ pub use bindings::{
     Eligibility, EventKind, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext, Stamps,
     Tombstone, WorkflowEvent,
 };
-pub use budget::{Budget, BudgetPreset};
+pub use budget::{BUDGET_KEY, Budget, BudgetPreset, BudgetSettings};
 pub use error::{Export, LoadError, PolicyError};
 pub use instance::PolicyInstance;
 pub use options::PolicyOptions;

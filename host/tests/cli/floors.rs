@@ -151,3 +151,42 @@ fn a_value_from_the_environment_is_held_to_the_same_floor_and_the_floor_itself_i
         "{stderr}"
     );
 }
+
+#[test]
+fn a_budget_in_the_settings_is_held_to_the_same_floors() {
+    let settings = super::Scratch::new(
+        "budget-settings.yaml",
+        "notify: all\npipewarden.io/budget: {preset: interpreter, decisionTimeoutMs: 1}\n",
+    );
+    let settings_flag = format!("--settings={}", settings.arg());
+    for command in [
+        &["run", "--policy", "unused.wasm", &settings_flag][..],
+        &[
+            "eval",
+            "--policy",
+            "unused.wasm",
+            &settings_flag,
+            "unused.yaml",
+        ][..],
+    ] {
+        let line = refusal(&pipewarden_with_env(command, &[]));
+        assert!(
+            line.contains(
+                "--decision-timeout-ms (PIPEWARDEN_DECISION_TIMEOUT_MS) is 1; the minimum is 5"
+            ),
+            "{command:?}: {line}"
+        );
+    }
+    // A flag given overrides the settings' value.
+    let with_flag = [
+        "eval",
+        "--policy",
+        "unused.wasm",
+        &settings_flag,
+        "--decision-timeout-ms=50",
+        "unused.yaml",
+    ];
+    let out = pipewarden_with_env(&with_flag, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("the minimum is"), "{stderr}");
+}

@@ -13,8 +13,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde_json::Value;
 
-use super::policy_args::PolicyArgs;
+use super::policy_args::{PolicyArgs, split_budget};
 use super::table::Table;
+use crate::engine::BudgetSettings;
 pub use cases::Outcome;
 pub use decisions::Decisions;
 use format::{CaseFile, SettingsSource};
@@ -63,7 +64,6 @@ impl Report {
 
 /// Runs every case of every file; returns the exit status (0 all pass, 1 any fails).
 pub fn run(args: &TestArgs) -> anyhow::Result<i32> {
-    super::floors::check_policy(&args.policy)?;
     // Every file is read and checked before the policy runs: a malformed one is status 2.
     let files = load_files(&args.cases)?;
     let override_settings = args
@@ -71,7 +71,19 @@ pub fn run(args: &TestArgs) -> anyhow::Result<i32> {
         .as_ref()
         .map(|path| read_settings(&SettingsSource::File(path.clone())))
         .transpose()?;
-    let policy = args.policy.load()?;
+    // One policy for every file: its budget comes from --settings, else the first file's.
+    let budget = match (
+        &override_settings,
+        files.first().and_then(|f| f.settings.as_ref()),
+    ) {
+        (Some((_, budget)), _) => *budget,
+        (None, Some(source)) => read_settings(source)?.1,
+        (None, None) => BudgetSettings::default(),
+    };
+    let policy_args = args.policy.with_settings_budget(&budget);
+    super::floors::check_policy(&policy_args)?;
+    let policy = policy_args.load()?;
+    let override_settings = override_settings.map(|(value, _)| value);
     let report = run_files(&policy, &files, override_settings.as_ref())?;
     print(&report, args.output)?;
     Ok(if report.failed() == 0 { 0 } else { 1 })
@@ -93,8 +105,11 @@ pub fn run_files<P: Decisions>(
     for file in files {
         let settings = match (settings, &file.settings) {
             (Some(settings), _) => settings.clone(),
-            (None, Some(source)) => read_settings(source)
-                .with_context(|| format!("{}: settings", file.path.display()))?,
+            (None, Some(source)) => {
+                read_settings(source)
+                    .with_context(|| format!("{}: settings", file.path.display()))?
+                    .0
+            }
             (None, None) => Value::Object(Default::default()),
         };
         rows.extend(run_file(policy, file, &settings));
@@ -118,14 +133,13 @@ fn run_file<P: Decisions>(policy: &P, file: &CaseFile, settings: &Value) -> Vec<
         .collect()
 }
 
-fn read_settings(source: &SettingsSource) -> anyhow::Result<Value> {
-    match source {
-        SettingsSource::Inline(value) => Ok(value.clone()),
-        SettingsSource::File(path) => {
-            let text = super::policy_args::read_settings(Some(path))?;
-            Ok(serde_json::from_str(&text)?)
-        }
-    }
+/// Settings as the policy sees them, and the budget they set for the host.
+fn read_settings(source: &SettingsSource) -> anyhow::Result<(Value, BudgetSettings)> {
+    let settings = match source {
+        SettingsSource::Inline(value) => split_budget(value.clone())?,
+        SettingsSource::File(path) => super::policy_args::read_settings(Some(path))?,
+    };
+    Ok((serde_json::from_str(&settings.text)?, settings.budget))
 }
 
 /// Prints the report as `pipewarden test` does: a table and one line per failure, or one JSON or
