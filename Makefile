@@ -26,8 +26,9 @@ TARGET_DIR = $(or $(CARGO_TARGET_DIR),target)
 demo: control-plane policies
 	$(call phase,demo,$(CARGO) run -q -p pipewarden-tests --bin demo -- $(DEMO_ARGS))
 
-test: toolchain control-plane policies
+test: toolchain control-plane policies sdk-examples
 	$(call phase,cargo test,$(CARGO) test --workspace --no-fail-fast)
+	$(SDK_PHASES)
 	$(call phase,fmt,$(CARGO) fmt --all --check)
 	$(call phase,clippy,$(CARGO) clippy --workspace --all-targets -- -D warnings)
 
@@ -93,33 +94,36 @@ PIPEWARDEN_BIN := target/debug/pipewarden
 SDK_TEST := $(PIPEWARDEN_BIN) test --cache-dir .cache/policy-cache
 
 $(PY_VENV)/.componentize-py-$(COMPONENTIZE_PY_VERSION):
-	python3 -m venv $(PY_VENV)
-	$(PY_VENV)/bin/pip install -q componentize-py==$(COMPONENTIZE_PY_VERSION)
+	$(call phase,install componentize-py $(COMPONENTIZE_PY_VERSION),python3 -m venv $(PY_VENV) && $(PY_VENV)/bin/pip install -q componentize-py==$(COMPONENTIZE_PY_VERSION))
 	touch $@
 
 $(JS_TOOLS)/.componentize-js-$(COMPONENTIZE_JS_VERSION):
-	mkdir -p $(JS_TOOLS)
-	npm install -s --no-fund --no-audit --prefix $(JS_TOOLS) @bytecodealliance/componentize-js@$(COMPONENTIZE_JS_VERSION) @bytecodealliance/jco@$(JCO_VERSION)
+	$(call phase,install componentize-js $(COMPONENTIZE_JS_VERSION),mkdir -p $(JS_TOOLS) && npm install -s --no-fund --no-audit --prefix $(JS_TOOLS) @bytecodealliance/componentize-js@$(COMPONENTIZE_JS_VERSION) @bytecodealliance/jco@$(JCO_VERSION))
 	touch $@
 
 $(SDK_OUT)/python_example.wasm: $(PY_VENV)/.componentize-py-$(COMPONENTIZE_PY_VERSION) wit/policy.wit $(wildcard guest-python/pipewarden/*.py policies/python-example/*.py)
 	mkdir -p $(SDK_OUT)
-	$(PY_VENV)/bin/componentize-py -d wit -w policy componentize -p guest-python -p policies/python-example app -o $@
+	$(call phase,build python_example.wasm,$(PY_VENV)/bin/componentize-py -d wit -w policy componentize -p guest-python -p policies/python-example app -o $@ >/dev/null)
 
 # componentize-js is the engine of `jco componentize`; called directly, as jco 1.35's wrapper
 # fails reading the WIT metadata of a world without wasi:http.
 $(SDK_OUT)/js_example.wasm: $(JS_TOOLS)/.componentize-js-$(COMPONENTIZE_JS_VERSION) wit/policy.wit $(wildcard guest-js/src/*.js policies/js-example/*.js)
 	mkdir -p $(SDK_OUT)
-	$(JS_TOOLS)/node_modules/.bin/componentize-js policies/js-example/policy.js --wit wit -n policy -d http -d fetch-event -o $@
+	$(call phase,build js_example.wasm,$(JS_TOOLS)/node_modules/.bin/componentize-js policies/js-example/policy.js --wit wit -n policy -d http -d fetch-event -o $@ >/dev/null)
 
 sdk-examples: $(SDK_OUT)/python_example.wasm $(SDK_OUT)/js_example.wasm
 
-test-sdk: policies sdk-examples
+# The SDKs' own tests, then the shared cases through `pipewarden test` in all three languages.
+define SDK_PHASES
 	$(call phase,sdk unit tests,python3 -m unittest discover -s guest-python/tests && node --test guest-js/test/)
 	$(call phase,pipewarden build,$(CARGO) build -q -p pipewarden)
 	$(call phase,shared cases: rust,$(SDK_TEST) --policy target/$(POLICY_TARGET)/policy/kfp_default.wasm tests/cases/shared.yaml)
 	$(call phase,shared cases: python,$(SDK_TEST) --policy $(SDK_OUT)/python_example.wasm --budget interpreter tests/cases/shared.yaml)
 	$(call phase,shared cases: javascript,$(SDK_TEST) --policy $(SDK_OUT)/js_example.wasm --budget interpreter tests/cases/shared.yaml)
+endef
+
+test-sdk: policies sdk-examples
+	$(SDK_PHASES)
 
 # Component size, load and fresh-instance decision times, peak memory: Python and JS beside Rust.
 bench-sdk: policies sdk-examples
