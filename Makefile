@@ -88,7 +88,7 @@ JCO_VERSION := 1.35.0
 PY_VENV := .cache/python-sdk
 JS_TOOLS := .cache/js-sdk
 SDK_OUT := target/sdk
-PIPEWARDEN_BIN := target/debug/pipewarden
+PIPEWARDEN_BIN = $(TARGET_DIR)/debug/pipewarden
 # Compiled policies are cached: a debug build of the host takes minutes to compile an 18 MB
 # interpreter component, a cached load milliseconds.
 SDK_TEST := $(PIPEWARDEN_BIN) test --cache-dir .cache/policy-cache
@@ -116,13 +116,14 @@ sdk-examples: $(SDK_OUT)/python_example.wasm $(SDK_OUT)/js_example.wasm
 # The SDKs' own tests, then the shared cases through `pipewarden test` in all three languages.
 define SDK_PHASES
 	$(call phase,sdk unit tests,python3 -m unittest discover -s guest-python/tests && node --test guest-js/test/)
-	$(call phase,pipewarden build,$(CARGO) build -q -p pipewarden)
-	$(call phase,shared cases: rust,$(SDK_TEST) --policy target/$(POLICY_TARGET)/policy/kfp_default.wasm tests/cases/shared.yaml)
+	$(call phase,shared cases: rust,$(SDK_TEST) --policy $(TARGET_DIR)/$(POLICY_TARGET)/policy/kfp_default.wasm tests/cases/shared.yaml)
 	$(call phase,shared cases: python,$(SDK_TEST) --policy $(SDK_OUT)/python_example.wasm --budget interpreter tests/cases/shared.yaml)
 	$(call phase,shared cases: javascript,$(SDK_TEST) --policy $(SDK_OUT)/js_example.wasm --budget interpreter tests/cases/shared.yaml)
 endef
 
+# In `make test` the cargo tests have built pipewarden already (with the workspace's features).
 test-sdk: policies sdk-examples
+	$(call phase,pipewarden build,$(CARGO) build -q -p pipewarden)
 	$(SDK_PHASES)
 
 # Component size, load and fresh-instance decision times, peak memory: Python and JS beside Rust.

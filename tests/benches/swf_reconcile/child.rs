@@ -110,7 +110,7 @@ async fn upstream_side() -> Result<Measured> {
     let policy = Policy::load(&built_policy(DEFAULT_POLICY), PolicyOptions::default())?;
     let context = RenderContext {
         target_version: Some(TARGET.to_owned()),
-        settings: read_settings(Some(&repo_path(DEFAULT_SETTINGS)))?,
+        settings: read_settings(Some(&repo_path(DEFAULT_SETTINGS)))?.text,
     };
     let log = RequestLog::default();
     let api = swfs(&client(&log).await?, &namespace);
