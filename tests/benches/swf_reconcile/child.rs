@@ -23,7 +23,9 @@ const PASSES: &str = "PIPEWARDEN_BENCH_PASSES";
 const RESULT_PREFIX: &str = "bench-result ";
 /// Time allowed for one pass of the controller.
 const PASS_TIMEOUT: Duration = Duration::from_secs(900);
-/// The resync when several passes are measured: every SWF decided again this often.
+/// The resync when several passes are measured: every SWF decided again this often. A single
+/// pass keeps the default (10 minutes): a resync shorter than the pass would decide SWFs again
+/// before the pass is over, work the upstream-style run never does.
 const RESYNC: &str = "30s";
 
 /// What a child measured.
@@ -137,11 +139,13 @@ async fn pipewarden_side() -> Result<Measured> {
     };
     Policy::load(&built_policy(DEFAULT_POLICY), options)?;
     // The SWF loop alone: the exit gate would add its own Workflow list and watch.
-    let args = ControllerArgs::new(std::slice::from_ref(&namespace))
+    let mut args = ControllerArgs::new(std::slice::from_ref(&namespace))
         .set("--exit-gate", "false")
-        .set("--swf-resync", RESYNC)
-        .set("--cache-dir", &cache.display().to_string())
-        .parse()?;
+        .set("--cache-dir", &cache.display().to_string());
+    if passes > 1 {
+        args = args.set("--swf-resync", RESYNC);
+    }
+    let args = args.parse()?;
     let started = Instant::now();
     let running = Running {
         handle: pipewarden::controller::start(args, client).await?,
@@ -157,6 +161,7 @@ async fn pipewarden_side() -> Result<Measured> {
         .await?;
         if pass == 1 {
             wall = started.elapsed();
+            report_other_decisions(&running, &outcome);
         }
         rss_after_pass.push(rss::now_kib());
     }
@@ -182,6 +187,24 @@ async fn pipewarden_side() -> Result<Measured> {
     running.stop().await;
     let _ = std::fs::remove_dir_all(&cache);
     Ok(measured(wall, &requests, rss_after_pass))
+}
+
+/// Says on stderr how many decisions of the first pass had another outcome than the one
+/// measured (e.g. resyncs of SWFs already decided): work the pass did besides its own.
+fn report_other_decisions(running: &Running, measured: &str) {
+    let others: Vec<String> = ["rebuild", "up-to-date", "skip", "render-failed"]
+        .into_iter()
+        .filter(|outcome| *outcome != measured)
+        .map(|outcome| (outcome, running.decisions(outcome)))
+        .filter(|(_, n)| *n > 0)
+        .map(|(outcome, n)| format!("{n} {outcome}"))
+        .collect();
+    if !others.is_empty() {
+        eprintln!(
+            "pipewarden ({measured}): first pass also decided {}",
+            others.join(", ")
+        );
+    }
 }
 
 fn measured(wall: Duration, requests: &[(Method, String)], rss_after_pass: Vec<u64>) -> Measured {

@@ -13,6 +13,9 @@ const PRUNE_AT: usize = 4096;
 pub struct EventLimiter {
     window: Duration,
     last: HashMap<String, Instant>,
+    /// Size at which to prune next: twice what a prune kept, so that keys still within the
+    /// window (all of them, for an endless window) are not scanned again on every call.
+    prune_at: usize,
 }
 
 impl EventLimiter {
@@ -20,6 +23,7 @@ impl EventLimiter {
         EventLimiter {
             window,
             last: HashMap::new(),
+            prune_at: PRUNE_AT,
         }
     }
 
@@ -29,8 +33,9 @@ impl EventLimiter {
         if self.last.get(key).is_some_and(within) {
             return false;
         }
-        if self.last.len() >= PRUNE_AT {
+        if self.last.len() >= self.prune_at {
             self.last.retain(|_, at| within(at));
+            self.prune_at = (2 * self.last.len()).max(PRUNE_AT);
         }
         self.last.insert(key.to_owned(), now);
         true
@@ -80,5 +85,17 @@ mod tests {
         assert!(limiter.allow("ns/new", later));
         assert_eq!(limiter.last.len(), 1, "the expired entries were dropped");
         assert!(!limiter.allow("ns/new", later));
+    }
+
+    #[test]
+    fn an_endless_window_prunes_rarely_not_on_every_call() {
+        let mut limiter = EventLimiter::new(Duration::MAX);
+        let now = Instant::now();
+        for i in 0..=PRUNE_AT {
+            assert!(limiter.allow(&format!("ns/swf-{i}"), now));
+        }
+        // Nothing could be forgotten: the next prune waits until the map has doubled.
+        assert_eq!(limiter.prune_at, 2 * PRUNE_AT);
+        assert!(!limiter.allow("ns/swf-0", now));
     }
 }

@@ -42,10 +42,13 @@ impl PackedSwf {
             resource_version: swf.metadata.resource_version.clone(),
             ..ObjectMeta::default()
         };
+        // Serialized first and compressed in one write: the encoder zero-fills its whole
+        // output buffer on every write, and serde writes each token on its own.
+        let json = serde_json::to_vec(&swf)?;
         // Fast compression: the watch of a mass rebuild packs every write's echo.
-        let mut encoder = DeflateEncoder::new(Vec::new(), Compression::fast());
-        serde_json::to_writer(&mut encoder, &swf)?;
-        encoder.flush()?;
+        let mut encoder =
+            DeflateEncoder::new(Vec::with_capacity(json.len() / 4), Compression::fast());
+        encoder.write_all(&json)?;
         Ok(PackedSwf {
             metadata,
             packed: encoder.finish()?.into_boxed_slice(),

@@ -99,12 +99,16 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
             return Ok(requeue);
         }
         attempts += 1;
-        let written = api.patch(&name, &params, &Patch::Merge(&patch)).await;
+        // Only the written resourceVersion is needed back: asking for metadata alone spares
+        // the API server encoding, and this loop decoding, the whole object on every write.
+        let written = api
+            .patch_metadata(&name, &params, &Patch::Merge(&patch))
+            .await;
         match written {
             Ok(written) => {
                 count_write(&lp, "ok");
-                if let Some(rv) = written.resource_version() {
-                    lp.own_writes.remember(&namespace, &name, &rv, fingerprint);
+                if let Some(rv) = written.metadata.resource_version.as_deref() {
+                    lp.own_writes.remember(&namespace, &name, rv, fingerprint);
                 }
                 report(
                     &lp,
