@@ -2,20 +2,13 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{built_policy, repo_path};
+use common::repo_path;
 use serde_json::Value;
 
 const SETTINGS: &str = "policies/kfp-default/settings/kfp-2.17.0.json";
 
 fn eval(rebuild_policy: &str, output: &str, inputs: &[&std::path::Path]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pipewarden"))
-        .arg("eval")
-        .arg("--policy")
-        .arg(built_policy("kfp-default"))
-        .arg("--cache-dir")
-        .arg(common::cached_options().cache_dir.unwrap())
+    let out = common::default_policy_command("eval")
         .arg("--settings")
         .arg(repo_path(SETTINGS))
         .args([

@@ -3,17 +3,12 @@
 use std::process::Command;
 
 use super::Scratch;
-use super::common::{self, built_policy, repo_path};
+use super::common::{self, repo_path};
 
 /// `pipewarden eval` of the default policy with its settings over `inputs`.
 fn eval_command(inputs: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_pipewarden"));
+    let mut command = common::default_policy_command("eval");
     command
-        .arg("eval")
-        .arg("--policy")
-        .arg(built_policy("kfp-default"))
-        .arg("--cache-dir")
-        .arg(common::cached_options().cache_dir.unwrap())
         .arg("--settings")
         .arg(repo_path("policies/kfp-default/settings/kfp-2.17.0.json"))
         .args(["--target-version", "2.17.0", "--render-timeout-ms", "2000"])

@@ -1,8 +1,6 @@
 //! `pipewarden run`: settings only for the loop that renders, and an unreachable API server
 //! named in the log.
 
-use std::process::Command;
-
 use super::common::{self, built_policy};
 use super::{Scratch, pipewarden_with_env, refusal};
 
@@ -43,16 +41,8 @@ fn run_without_an_api_server_logs_watch_failures_naming_its_url() {
              contexts: [{{name: nowhere, context: {{cluster: nowhere, user: nobody}}}}]\n"
         ),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pipewarden"))
-        .args([
-            "run",
-            "--swf-loop=false",
-            "--http-addr=127.0.0.1:0",
-            "--policy",
-        ])
-        .arg(built_policy("kfp-default"))
-        .arg("--cache-dir")
-        .arg(common::cached_options().cache_dir.unwrap())
+    let mut child = common::default_policy_command("run")
+        .args(["--swf-loop=false", "--http-addr=127.0.0.1:0"])
         .env_clear()
         .env("KUBECONFIG", kubeconfig.arg())
         .stdout(std::process::Stdio::null())

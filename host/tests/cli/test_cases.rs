@@ -1,20 +1,15 @@
 //! `pipewarden test`: case files against the default policy; the status says pass (0), fail
 //! (1) or a malformed file (2); the outputs a person and a program read. And `eval -o yaml`.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 use super::Scratch;
-use super::common::{self, built_policy, repo_path};
+use super::common::{self, repo_path};
 
 fn test_command(policy_flags: &[&str], files: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pipewarden"))
-        .arg("test")
-        .arg("--policy")
-        .arg(built_policy("kfp-default"))
-        .arg("--cache-dir")
-        .arg(common::cached_options().cache_dir.unwrap())
+    common::default_policy_command("test")
         // Generous deadlines: these tests check decisions, not speed, on a busy machine.
         .args([
             "--render-timeout-ms",
@@ -285,12 +280,7 @@ fn yaml_output_lists_every_case_and_settings_override_the_file() {
 
 #[test]
 fn eval_writes_one_yaml_document_per_row() {
-    let out = Command::new(env!("CARGO_BIN_EXE_pipewarden"))
-        .arg("eval")
-        .arg("--policy")
-        .arg(built_policy("kfp-default"))
-        .arg("--cache-dir")
-        .arg(common::cached_options().cache_dir.unwrap())
+    let out = common::default_policy_command("eval")
         .args([
             "--render-timeout-ms",
             "5000",

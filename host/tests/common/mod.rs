@@ -40,6 +40,19 @@ pub fn cached_options() -> pipewarden::engine::PolicyOptions {
     }
 }
 
+/// `pipewarden SUBCOMMAND` with the default policy, loaded through the test run's shared
+/// compiled-policy cache.
+pub fn default_policy_command(subcommand: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pipewarden"));
+    command
+        .arg(subcommand)
+        .arg("--policy")
+        .arg(built_policy("kfp-default"))
+        .arg("--cache-dir")
+        .arg(cached_options().cache_dir.unwrap());
+    command
+}
+
 /// An SWF fixture as compact JSON text.
 pub fn swf_fixture(name: &str) -> String {
     let text =
