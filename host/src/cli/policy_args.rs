@@ -108,6 +108,7 @@ impl PolicyArgs {
                 .map_or(preset.decision_timeout, Duration::from_millis),
             pool_size: self.policy_pool_size.unwrap_or(preset.pool_size),
             core_instances: self.policy_core_instances.unwrap_or(preset.core_instances),
+            resident_bytes: preset.resident_bytes,
         }
     }
 

@@ -262,9 +262,19 @@ fn normalize_pin(pin: &str) -> Result<String, LoadError> {
     Ok(format!("sha256:{hex}"))
 }
 
-/// A Rust policy built with this workspace's 128 KiB stack keeps its stack, data and first heap
-/// pages in this range; resetting it by memset is cheaper than the page faults it saves.
-const KEEP_RESIDENT_BYTES: usize = 256 << 10;
+/// Without PAGEMAP_SCAN a slot's first pages are reset whether written or not, so more than this
+/// costs more to memset than the page faults it saves.
+const MEMSET_RESIDENT_BYTES: usize = 256 << 10;
+
+/// Where the kernel lists the pages written (PAGEMAP_SCAN, Linux 6.7+) only those are reset, up
+/// to the budget's `resident_bytes`; elsewhere the first [`MEMSET_RESIDENT_BYTES`] are.
+fn resident_bytes(options: &PolicyOptions) -> usize {
+    if PoolingAllocationConfig::is_pagemap_scan_available() {
+        options.resident_bytes
+    } else {
+        options.resident_bytes.min(MEMSET_RESIDENT_BYTES)
+    }
+}
 
 fn new_engine(options: &PolicyOptions) -> Result<Engine, LoadError> {
     let slots = options.max_concurrent_calls.max(1);
@@ -278,9 +288,15 @@ fn new_engine(options: &PolicyOptions) -> Result<Engine, LoadError> {
         .total_tables(slots * per_slot.max(8) / 2)
         .total_stacks(slots)
         .max_memory_size(options.memory_limit.next_multiple_of(64 << 10))
-        // Reset a slot's first pages with memset instead of madvise: a fresh instance then
-        // touches warm pages instead of faulting in zeroed ones on every decision.
-        .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+        // Reset a slot's pages in place instead of releasing them with madvise: a fresh
+        // instance then touches resident pages instead of faulting them in on every decision.
+        .linear_memory_keep_resident(resident_bytes(options))
+        .pagemap_scan(if options.resident_bytes > MEMSET_RESIDENT_BYTES {
+            wasmtime::Enabled::Auto
+        } else {
+            // A compiled policy's few pages: a memset is as fast as the scan, and steadier.
+            wasmtime::Enabled::No
+        })
         .table_keep_resident(64 << 10);
     let mut config = Config::new();
     config

@@ -25,6 +25,8 @@ pub struct PolicyOptions {
     /// Core instances one component instance may create; an interpreter component holds more
     /// modules (and tables and memories, sized from this) than a Rust one.
     pub max_core_instances: u32,
+    /// Guest memory a pool slot keeps resident between instances (see [`Budget`]).
+    pub resident_bytes: usize,
     /// Where compiled policies are cached; None compiles on every load.
     pub cache_dir: Option<PathBuf>,
     /// The policy's expected digest, `sha256:<hex>`; loading fails on any other file.
@@ -44,6 +46,7 @@ impl Default for PolicyOptions {
             max_component_bytes: 64 << 20,
             max_concurrent_calls: 64,
             max_core_instances: 16,
+            resident_bytes: 256 << 10,
             cache_dir: None,
             pinned_sha256: None,
             retry_observer: None,
@@ -60,6 +63,7 @@ impl PolicyOptions {
             memory_limit: budget.memory_mib << 20,
             max_concurrent_calls: budget.pool_size,
             max_core_instances: budget.core_instances,
+            resident_bytes: budget.resident_bytes,
             ..self
         }
     }
