@@ -2,7 +2,8 @@
 //! same run: component size, load (Cranelift compile, then from the compiled-artifact cache),
 //! fresh-instance decisions (`exit-eligibility`, `should-rebuild`) p50/p99, and the process's
 //! peak resident memory while `--concurrency`-many decisions run at once under each policy's
-//! budget. Every figure is printed with its ratio to the Rust policy's.
+//! budget. Every figure is printed with its ratio to the Rust policy's. A second table splits a
+//! fresh decision into instantiation, the instance's first call and a second call.
 //!
 //! `make sdk-examples policies && cargo bench -p pipewarden --bench sdk_policies`
 //! (`SDK_BENCH_CONCURRENCY`, default 16: both loops at the default `--concurrency` 8).
@@ -38,6 +39,14 @@ struct Figures {
     rebuild: (Duration, Duration),
     peak_rss: u64,
     baseline_rss: u64,
+    split: Split,
+}
+
+/// Where a fresh `exit-eligibility` decision's time goes, p50 of each part.
+struct Split {
+    instantiate: Duration,
+    first_call: Duration,
+    second_call: Duration,
 }
 
 fn main() {
@@ -113,6 +122,18 @@ fn run() -> anyhow::Result<()> {
          memory: peak RSS of this process while {concurrency} decisions run at once \
          (growth over the loaded policy)\n"
     );
+    let split_rows: Vec<Vec<String>> = subjects
+        .iter()
+        .zip(&figures)
+        .map(|(subject, f)| {
+            vec![
+                subject.name.into(),
+                us(f.split.instantiate),
+                us(f.split.first_call),
+                us(f.split.second_call),
+            ]
+        })
+        .collect();
     print_table(
         &[
             "policy",
@@ -124,6 +145,16 @@ fn run() -> anyhow::Result<()> {
             "peak RSS",
         ],
         &rows,
+    );
+    println!("\nwhere a fresh exit-eligibility decision's time goes (p50 of each part):\n");
+    print_table(
+        &[
+            "policy",
+            "instantiate",
+            "first call in the instance",
+            "second call in the same instance",
+        ],
+        &split_rows,
     );
     Ok(())
 }
@@ -181,6 +212,7 @@ fn measure(subject: &Subject, concurrency: usize) -> anyhow::Result<Figures> {
             .map(drop)
             .map_err(Into::into)
     })?;
+    let split = split_decision(&policy, &event, &tombstone)?;
     let rendered = policy
         .render_swf(
             &swf_fixture("kfp-2.3.yaml"),
@@ -214,6 +246,40 @@ fn measure(subject: &Subject, concurrency: usize) -> anyhow::Result<Figures> {
         rebuild,
         peak_rss,
         baseline_rss,
+        split,
+    })
+}
+
+/// The parts of a fresh decision, timed apart: instantiation, the instance's first call, and
+/// a second call in the same instance (what the first costs beyond the decision itself).
+fn split_decision(
+    policy: &Policy,
+    event: &WorkflowEvent,
+    tombstone: &Tombstone,
+) -> anyhow::Result<Split> {
+    let mut parts = [(); 3].map(|_| Vec::with_capacity(SAMPLES));
+    for sample in 0..WARMUP + SAMPLES {
+        let started = Instant::now();
+        let mut instance = policy.instance()?;
+        let instantiated = Instant::now();
+        instance.exit_eligibility(event, Some(tombstone))?;
+        let first = Instant::now();
+        instance.exit_eligibility(event, Some(tombstone))?;
+        let second = Instant::now();
+        if sample >= WARMUP {
+            parts[0].push(instantiated - started);
+            parts[1].push(first - instantiated);
+            parts[2].push(second - first);
+        }
+    }
+    let [instantiate, first_call, second_call] = parts.map(|mut times| {
+        times.sort();
+        times[times.len() / 2]
+    });
+    Ok(Split {
+        instantiate,
+        first_call,
+        second_call,
     })
 }
 
