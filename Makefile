@@ -48,7 +48,7 @@ endif
 policies: toolchain
 	$(call phase,policies,$(CARGO) build --profile policy --target $(POLICY_TARGET) $(POLICIES))
 
-bench: policies
+bench: policies sdk-examples
 	$(call phase,bench,$(CARGO) bench -p pipewarden)
 
 # SWFS SWFs (2,000 unless given) reconciled on the local control plane, pipewarden beside the
@@ -128,4 +128,4 @@ test-sdk: policies sdk-examples
 
 # Component size, load and fresh-instance decision times, peak memory: Python and JS beside Rust.
 bench-sdk: policies sdk-examples
-	$(call phase,bench-sdk,$(CARGO) bench -p pipewarden --bench sdk_policies)
+	$(call phase,bench-sdk,$(CARGO) bench -p pipewarden --bench policy -- sdk)

@@ -5,7 +5,10 @@
 //! counted CPU time from the start and retried a timeout. A sample that fails (a deadline
 //! missed on a busy machine) is counted in its row, never a panic.
 //!
-//! `cargo bench -p pipewarden --bench policy` (after `make policies`).
+//! Last, the Python and JavaScript example policies beside the Rust one (`policy/sdk.rs`; alone
+//! with `-- sdk`).
+//!
+//! `cargo bench -p pipewarden --bench policy` (after `make policies sdk-examples`).
 
 #[path = "policy/busy.rs"]
 mod busy;
@@ -17,6 +20,8 @@ mod exit_support;
 mod load;
 #[path = "policy/sampled.rs"]
 mod sampled;
+#[path = "policy/sdk.rs"]
+mod sdk;
 
 use anyhow::Context as _;
 use common::*;
@@ -33,7 +38,17 @@ const SAMPLES: usize = 3000;
 const LOADED_CALLS: usize = 20_000;
 
 fn main() {
-    if let Err(error) = run() {
+    // `-- sdk`: the Python and JavaScript examples beside the Rust policy alone.
+    let sdk_only = std::env::args().skip(1).any(|arg| arg == "sdk");
+    let result = if sdk_only {
+        sdk::run()
+    } else {
+        run().and_then(|()| {
+            println!();
+            sdk::run()
+        })
+    };
+    if let Err(error) = result {
         eprintln!("policy bench: {error:#}");
         std::process::exit(1);
     }

@@ -5,18 +5,16 @@
 //! budget. Every figure is printed with its ratio to the Rust policy's. A second table splits a
 //! fresh decision into instantiation, the instance's first call and a second call.
 //!
-//! `make sdk-examples policies && cargo bench -p pipewarden --bench sdk_policies`
-//! (`SDK_BENCH_CONCURRENCY`, default 16: both loops at the default `--concurrency` 8).
-
-#[path = "../tests/common/mod.rs"]
-mod common;
+//! The last part of `cargo bench -p pipewarden --bench policy`, or alone with `-- sdk`
+//! (`make bench-sdk`); needs `make sdk-examples policies`. `SDK_BENCH_CONCURRENCY`, default 16:
+//! both loops at the default `--concurrency` 8.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::{built_policy, print_table, read, repo_path, swf_fixture};
 use anyhow::Context as _;
-use common::{built_policy, print_table, read, repo_path, swf_fixture};
 use pipewarden::engine::{
     BudgetPreset, CodeSource, EventKind, Policy, PolicyOptions, RebuildInput, RebuildPolicy,
     RenderContext, Stamps, Tombstone, WorkflowEvent,
@@ -49,14 +47,7 @@ struct Split {
     second_call: Duration,
 }
 
-fn main() {
-    if let Err(error) = run() {
-        eprintln!("sdk bench: {error:#}");
-        std::process::exit(1);
-    }
-}
-
-fn run() -> anyhow::Result<()> {
+pub fn run() -> anyhow::Result<()> {
     let concurrency: usize = std::env::var("SDK_BENCH_CONCURRENCY")
         .ok()
         .and_then(|v| v.parse().ok())
