@@ -1,5 +1,5 @@
-//! The compiled-artifact cache: a second load deserializes, and a damaged artifact is
-//! recompiled rather than trusted.
+//! The compiled-artifact cache: a second load maps the artifact, and a damaged or unchecked
+//! artifact is recompiled rather than trusted.
 
 mod common;
 
@@ -60,6 +60,30 @@ fn a_damaged_artifact_is_recompiled() {
     let reloaded = Policy::load(&built_policy("kfp-default"), options.clone()).unwrap();
     assert_eq!(reloaded.load_report().source, CodeSource::Compiled);
     // The rewrite repaired the cache.
+    let third = Policy::load(&built_policy("kfp-default"), options).unwrap();
+    assert_eq!(third.load_report().source, CodeSource::Cached);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_artifact_without_its_checksum_is_recompiled() {
+    // So is one cached by a version that recorded another kind of checksum.
+    let dir = cache_dir("unchecked");
+    let options = PolicyOptions {
+        cache_dir: Some(dir.clone()),
+        ..PolicyOptions::default()
+    };
+    Policy::load(&built_policy("kfp-default"), options.clone()).unwrap();
+    let checksums: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e != "cwasm"))
+        .collect();
+    assert_eq!(checksums.len(), 1, "one checksum beside the artifact");
+    std::fs::remove_file(&checksums[0]).unwrap();
+
+    let reloaded = Policy::load(&built_policy("kfp-default"), options.clone()).unwrap();
+    assert_eq!(reloaded.load_report().source, CodeSource::Compiled);
     let third = Policy::load(&built_policy("kfp-default"), options).unwrap();
     assert_eq!(third.load_report().source, CodeSource::Cached);
     let _ = std::fs::remove_dir_all(&dir);
