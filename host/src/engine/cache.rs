@@ -85,7 +85,11 @@ fn checksum_path(artifact: &Path) -> PathBuf {
 }
 
 fn checksum(bytes: &[u8]) -> String {
-    format!("{:032x}", xxh3_128(bytes))
+    checksum_text(xxh3_128(bytes))
+}
+
+fn checksum_text(hash: u128) -> String {
+    format!("{hash:032x}")
 }
 
 /// The checksum of a file, read in chunks: no buffer the size of the artifact.
@@ -96,7 +100,7 @@ fn checksum_file(path: &Path) -> std::io::Result<String> {
     loop {
         let read = file.read(&mut chunk)?;
         if read == 0 {
-            return Ok(format!("{:032x}", hasher.digest128()));
+            return Ok(checksum_text(hasher.digest128()));
         }
         hasher.update(&chunk[..read]);
     }

@@ -266,19 +266,27 @@ fn normalize_pin(pin: &str) -> Result<String, LoadError> {
 /// costs more to memset than the page faults it saves.
 const MEMSET_RESIDENT_BYTES: usize = 256 << 10;
 
-/// Where the kernel lists the pages written (PAGEMAP_SCAN, Linux 6.7+) only those are reset, up
-/// to the budget's `resident_bytes`; elsewhere the first [`MEMSET_RESIDENT_BYTES`] are.
-fn resident_bytes(options: &PolicyOptions) -> usize {
-    if PoolingAllocationConfig::is_pagemap_scan_available() {
-        options.resident_bytes
+/// How a slot is reset between instances: the bytes kept resident, and whether the kernel lists
+/// the pages written (PAGEMAP_SCAN, Linux 6.7+) so only those are reset. The scan serves budgets
+/// that keep more than a memset's worth; a compiled policy's few pages are as fast to memset,
+/// and steadier. Without the scan a slot keeps at most [`MEMSET_RESIDENT_BYTES`].
+fn slot_reset(options: &PolicyOptions) -> (usize, wasmtime::Enabled) {
+    let scan = options.resident_bytes > MEMSET_RESIDENT_BYTES
+        && PoolingAllocationConfig::is_pagemap_scan_available();
+    if scan {
+        (options.resident_bytes, wasmtime::Enabled::Yes)
     } else {
-        options.resident_bytes.min(MEMSET_RESIDENT_BYTES)
+        (
+            options.resident_bytes.min(MEMSET_RESIDENT_BYTES),
+            wasmtime::Enabled::No,
+        )
     }
 }
 
 fn new_engine(options: &PolicyOptions) -> Result<Engine, LoadError> {
     let slots = options.max_concurrent_calls.max(1);
     let per_slot = options.max_core_instances.max(1);
+    let (resident_bytes, pagemap_scan) = slot_reset(options);
     let mut pool = PoolingAllocationConfig::default();
     // A Rust wasip2 component holds a handful of core instances, memories and tables; one
     // carrying an interpreter (componentize-py, ComponentizeJS) more, each table a module's.
@@ -290,13 +298,8 @@ fn new_engine(options: &PolicyOptions) -> Result<Engine, LoadError> {
         .max_memory_size(options.memory_limit.next_multiple_of(64 << 10))
         // Reset a slot's pages in place instead of releasing them with madvise: a fresh
         // instance then touches resident pages instead of faulting them in on every decision.
-        .linear_memory_keep_resident(resident_bytes(options))
-        .pagemap_scan(if options.resident_bytes > MEMSET_RESIDENT_BYTES {
-            wasmtime::Enabled::Auto
-        } else {
-            // A compiled policy's few pages: a memset is as fast as the scan, and steadier.
-            wasmtime::Enabled::No
-        })
+        .linear_memory_keep_resident(resident_bytes)
+        .pagemap_scan(pagemap_scan)
         .table_keep_resident(64 << 10);
     let mut config = Config::new();
     config
