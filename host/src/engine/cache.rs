@@ -3,9 +3,9 @@
 //! Trust boundary: the cache directory must be writable only by the controller. Each artifact
 //! is checked against its recorded XXH3-128 checksum, then mapped from the file rather than
 //! copied; a torn write or corruption is caught, tampering by someone who can write the
-//! directory is not (a cryptographic digest would not change that, and costs 5x the time on a
-//! 36 MB interpreter policy). Artifacts are only ever replaced by rename, so the file mapped
-//! is never rewritten in place.
+//! directory is not (a cryptographic digest would not change that, and is slower to compute
+//! over a 36 MB interpreter policy). Artifacts are only ever replaced by rename, so the file
+//! mapped is never rewritten in place.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{Read, Write};
