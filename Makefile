@@ -29,8 +29,7 @@ demo: control-plane policies
 test: toolchain control-plane policies sdk-examples
 	$(call phase,cargo test,$(CARGO) test --workspace --no-fail-fast)
 	$(SDK_PHASES)
-	$(call phase,fmt,$(CARGO) fmt --all --check)
-	$(call phase,clippy,$(CARGO) clippy --workspace --all-targets -- -D warnings)
+	$(MAKE) --no-print-directory lint
 
 # The Wasm target for policies. Go must already be installed: it builds the control plane.
 toolchain:
@@ -75,8 +74,12 @@ image-ref:
 bench-oci: control-plane policies
 	$(call phase,bench-oci,$(CARGO) bench -p pipewarden-tests --bench oci_start)
 
+# Crates whose modules must not import each other in a circle.
+CYCLE_CHECKED := host/src guest/src policies/kfp-core/src policies/kfp-compiler/src tests/src
+
 lint:
 	$(call phase,fmt,$(CARGO) fmt --all --check)
+	$(call phase,module circles,python3 .ci/module_cycles.py $(CYCLE_CHECKED))
 	$(call phase,clippy,$(CARGO) clippy --workspace --all-targets -- -D warnings)
 
 # Python and JavaScript policies: the SDKs' own tests, the examples built from registry packages

@@ -3,59 +3,27 @@
 
 use std::collections::HashSet;
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::inputs::{self, EventInput, Input};
-use super::policy_args::{PolicyArgs, read_settings};
 use super::table::Table;
+use crate::config::{EvalArgs, OutputFormat, read_settings};
 use crate::engine::{Policy, PolicyError};
+use crate::exit::TombstoneCache;
 use crate::exit::event::event_kind_name;
 use crate::exit::gate::{self, eligibility_parts};
-use crate::exit::tombstone::{ManualClock, TombstoneCache};
+use crate::exit::tombstone::ManualClock;
 use crate::swf::decide::{RenderTarget, SwfOutcome, decide};
-use crate::swf::{REBUILD_POLICY_ENV, not_rebuildable_reason, object_key, parse_rebuild_policy};
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OutputFormat {
-    Table,
-    /// One JSON object per line.
-    Json,
-    /// One YAML document per row.
-    Yaml,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct EvalArgs {
-    #[command(flatten)]
-    pub policy: PolicyArgs,
-    /// disable | always | on-version-change
-    #[arg(long, env = REBUILD_POLICY_ENV, default_value = "always")]
-    pub rebuild_policy: String,
-    /// The KFP version to render for.
-    #[arg(long, env = "PIPEWARDEN_TARGET_VERSION")]
-    pub target_version: Option<String>,
-    /// Policy settings (JSON or YAML).
-    #[arg(long, env = "PIPEWARDEN_SETTINGS")]
-    pub settings: Option<PathBuf>,
-    /// How long a tombstone lasts in the simulated event sequence.
-    #[arg(long, default_value = "10m", value_parser = humantime_secs)]
-    pub tombstone_ttl: Duration,
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
-    pub output: OutputFormat,
-    /// SWF files, or files of workflow watch events.
-    #[arg(required = true)]
-    pub inputs: Vec<PathBuf>,
-}
+use crate::swf::{not_rebuildable_reason, object_key, parse_rebuild_policy};
 
 /// Returns whether every decision was made (no policy error).
 pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
     let settings = read_settings(args.settings.as_ref())?;
     let policy_args = args.policy.with_settings_budget(&settings.budget);
-    super::floors::check_eval(args, &policy_args)?;
+    args.check_floors(&policy_args)?;
     let rebuild_policy = parse_rebuild_policy(&args.rebuild_policy).map_err(anyhow::Error::msg)?;
     let settings = settings.text;
     let policy = policy_args.load()?.with_settings(&settings);
@@ -253,23 +221,4 @@ fn write_row(
     } else {
         writeln!(out, "{row}")
     }
-}
-
-/// Parses `90s`, `10m`, `2h` or plain seconds.
-pub fn humantime_secs(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = text.split_at(
-        text.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len()),
-    );
-    let value: u64 = number
-        .parse()
-        .map_err(|_| format!("not a duration: {text:?}"))?;
-    let seconds = match unit {
-        "" | "s" => value,
-        "m" => value * 60,
-        "h" => value * 3600,
-        _ => return Err(format!("unknown unit in {text:?}; use s, m or h")),
-    };
-    Ok(Duration::from_secs(seconds))
 }

@@ -1,9 +1,7 @@
 //! The `pipewarden` command line.
 
 pub mod eval;
-pub mod floors;
 pub mod inputs;
-pub mod policy_args;
 pub mod policy_push;
 pub mod precompile;
 pub mod table;
@@ -25,13 +23,13 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the controller.
-    Run(Box<crate::controller::RunArgs>),
+    Run(Box<crate::config::RunArgs>),
     /// Evaluate a policy offline on SWFs and workflow event sequences.
-    Eval(eval::EvalArgs),
+    Eval(crate::config::EvalArgs),
     /// Compile a policy into the cache directory.
-    Precompile(precompile::PrecompileArgs),
+    Precompile(crate::config::PrecompileArgs),
     /// Run case files against a policy: 0 all pass, 1 any fails, 2 a malformed case file.
-    Test(test::TestArgs),
+    Test(crate::config::TestArgs),
     /// Policies as OCI artifacts.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -41,7 +39,7 @@ pub enum Command {
 pub enum PolicyCommand {
     /// Push a .wasm policy to a registry as a CNCF Wasm artifact; prints the reference
     /// pinned to its digest, the form `--policy` takes.
-    Push(policy_push::PushArgs),
+    Push(crate::config::PushArgs),
 }
 
 /// The git commit this binary was built from (`unknown` when built without git metadata).

@@ -1,23 +1,11 @@
 //! `pipewarden policy push FILE oci://REGISTRY/REPO:TAG`: a policy as a CNCF Wasm artifact.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
 
+use crate::config::PushArgs;
 use crate::oci::PolicyRef;
-
-#[derive(clap::Args, Debug)]
-pub struct PushArgs {
-    /// The policy component (.wasm).
-    pub file: PathBuf,
-    /// Where to push it: oci://REGISTRY/REPOSITORY:TAG.
-    pub reference: String,
-    /// Registry credentials: a Docker config file (default: $DOCKER_CONFIG/config.json or
-    /// ~/.docker/config.json).
-    #[arg(long, env = "PIPEWARDEN_REGISTRY_AUTH_FILE")]
-    pub registry_auth_file: Option<PathBuf>,
-}
 
 pub fn run(args: &PushArgs) -> anyhow::Result<()> {
     let reference = PolicyRef::parse(&args.reference)?;

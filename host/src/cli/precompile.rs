@@ -5,16 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 
-use super::policy_args::PolicyArgs;
-
-#[derive(clap::Args, Debug)]
-pub struct PrecompileArgs {
-    #[command(flatten)]
-    pub policy: PolicyArgs,
-}
+use crate::config::PrecompileArgs;
 
 pub fn run(args: &PrecompileArgs) -> anyhow::Result<()> {
-    super::floors::check_policy(&args.policy)?;
+    args.policy.check_floors()?;
     let Some(dir) = args.policy.cache_dir.clone() else {
         bail!(
             "--cache-dir (or PIPEWARDEN_CACHE_DIR) is required: it is where the compiled policy goes"

@@ -28,7 +28,7 @@ pub struct Context {
     /// The API server's URL, named in connection errors.
     pub api_server: Arc<str>,
     /// Which SWFs and Workflows this replica handles.
-    pub shard: super::shard::Shard,
+    pub shard: crate::config::Shard,
 }
 
 impl Context {
@@ -54,7 +54,7 @@ impl Context {
             concurrency: concurrency.max(1),
             may_write,
             api_server: "(unknown URL)".into(),
-            shard: super::shard::Shard::default(),
+            shard: crate::config::Shard::default(),
         }
     }
 
@@ -71,7 +71,7 @@ impl Context {
     }
 
     /// Handles only the objects of `shard`.
-    pub fn with_shard(mut self, shard: super::shard::Shard) -> Self {
+    pub fn with_shard(mut self, shard: crate::config::Shard) -> Self {
         self.shard = shard;
         self
     }

@@ -14,33 +14,8 @@ use tokio::sync::watch;
 
 use super::api_error::describe_any;
 use super::metrics::Metrics;
+use crate::config::LeaderArgs;
 use crate::lease::{LeaseView, Step, next_step, renew_deadline, retry_period, round_timeout};
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct LeaderArgs {
-    /// Elect a leader among replicas on a Lease; without it this process always writes.
-    #[arg(long, env = "PIPEWARDEN_LEADER_ELECT")]
-    pub leader_elect: bool,
-    #[arg(long, env = "PIPEWARDEN_LEASE_NAME", default_value = "pipewarden")]
-    pub lease_name: String,
-    /// Namespace of the Lease (the controller's own).
-    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
-    pub lease_namespace: String,
-    #[arg(long, env = "PIPEWARDEN_LEASE_DURATION_SECONDS", default_value_t = 15)]
-    pub lease_duration_seconds: u64,
-    /// This replica's name in the Lease; defaults to the pod name, else host and pid.
-    #[arg(long, env = "POD_NAME")]
-    pub identity: Option<String>,
-}
-
-impl LeaderArgs {
-    pub fn identity(&self) -> String {
-        self.identity.clone().unwrap_or_else(|| {
-            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-            format!("{}-{}", host.trim(), std::process::id())
-        })
-    }
-}
 
 pub struct Elector {
     api: Api<Lease>,

@@ -9,8 +9,6 @@ pub mod leader;
 pub mod metrics;
 pub mod policy_handle;
 pub mod policy_reload;
-pub mod scale_metrics;
-pub mod shard;
 pub mod swf;
 pub mod watch_health;
 
@@ -21,47 +19,11 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use tokio::sync::watch;
 
-use crate::cli::policy_args::{PolicyArgs, read_settings};
+pub use crate::config::RunArgs;
+use crate::config::{PolicyArgs, read_settings};
 use context::Context;
 use metrics::Metrics;
 use policy_handle::{LoadedPolicy, PolicyHandle};
-
-#[derive(clap::Args, Debug)]
-pub struct RunArgs {
-    #[command(flatten)]
-    pub policy: PolicyArgs,
-    /// Policy settings (JSON or YAML), validated by the policy at load.
-    #[arg(long, env = "PIPEWARDEN_SETTINGS")]
-    pub settings: Option<PathBuf>,
-    /// Namespaces to watch, comma-separated; all when empty.
-    #[arg(long, env = "PIPEWARDEN_NAMESPACES", value_delimiter = ',')]
-    pub namespaces: Vec<String>,
-    /// Decisions and writes in flight at once, per loop.
-    #[arg(long, env = "PIPEWARDEN_CONCURRENCY", default_value_t = 8)]
-    pub concurrency: usize,
-    /// Address for /healthz, /readyz and /metrics.
-    #[arg(long, env = "PIPEWARDEN_HTTP_ADDR", default_value = "0.0.0.0:9090")]
-    pub http_addr: SocketAddr,
-    /// How often to look for a changed policy, settings or pin file; 0 turns reloading off.
-    #[arg(long, env = "PIPEWARDEN_POLICY_RELOAD_SECONDS", default_value_t = 10)]
-    pub policy_reload_seconds: u64,
-    /// How long a loop's watch may keep failing before /readyz reports the loop unready.
-    #[arg(long, env = "PIPEWARDEN_WATCH_GRACE", default_value = "30s", value_parser = crate::cli::eval::humantime_secs)]
-    pub watch_grace: std::time::Duration,
-    /// Handle only this shard of the SWFs and Workflows, `INDEX/COUNT` (e.g. 0/2): those whose
-    /// uid hashes to INDEX. Each shard elects its leader on a Lease of its own.
-    #[arg(long, env = "PIPEWARDEN_SHARD", value_parser = shard::Shard::parse)]
-    pub shard: Option<shard::Shard>,
-    #[command(flatten)]
-    pub leader: leader::LeaderArgs,
-    #[command(flatten)]
-    pub exit: exit_gate::ExitArgs,
-    #[command(flatten)]
-    pub swf: swf::SwfArgs,
-    /// The API server's URL, named in connection errors; `run` takes it from the kubeconfig.
-    #[arg(skip)]
-    pub api_server_url: Option<String>,
-}
 
 /// Load the policy and validate its settings, or refuse to start. Without settings (only a
 /// run without the SWF loop, which is all that renders) there is nothing to validate.
@@ -75,7 +37,7 @@ pub fn load_policy(
         let settings = read_settings(settings)?;
         // A budget in the settings is read on every load, so a reload picks up a new one.
         let args = args.with_settings_budget(&settings.budget);
-        crate::cli::floors::check_policy(&args)?;
+        args.check_floors()?;
         let settings = settings.text;
         let policy = args
             .load_observed(Some(metrics.retry_observer()))?
@@ -104,23 +66,6 @@ pub fn load_policy(
     result
 }
 
-/// What can be refused before anything starts: flags below their floor, missing settings.
-fn check_args(args: &RunArgs) -> anyhow::Result<()> {
-    // Unreadable settings are reported by the policy load, in its order; here only their budget
-    // matters, held to the same floors as the flags.
-    let budget = read_settings(args.settings.as_ref())
-        .map(|settings| settings.budget)
-        .unwrap_or_default();
-    crate::cli::floors::check_run(args, &args.policy.with_settings_budget(&budget))?;
-    if args.swf.enabled && args.settings.is_none() {
-        anyhow::bail!(
-            "--settings (PIPEWARDEN_SETTINGS) is required by the SWF loop, which renders; \
-             without the SWF loop (--swf-loop=false) it is not"
-        );
-    }
-    Ok(())
-}
-
 /// A started controller: its loops and HTTP server run until `stop`, or until dropped.
 pub struct ControllerHandle {
     pub ctx: Context,
@@ -128,7 +73,7 @@ pub struct ControllerHandle {
     pub http_addr: SocketAddr,
     tasks: tokio::task::JoinSet<anyhow::Result<()>>,
     /// Set when this replica takes part in leader election, to release the lease on shutdown.
-    leader: Option<leader::LeaderArgs>,
+    leader: Option<crate::config::LeaderArgs>,
     /// Cleared once the loops are stopped: a stopped replica does not write.
     writer: watch::Sender<bool>,
 }
@@ -194,7 +139,7 @@ pub async fn start_with(
     client: kube::Client,
     hooks: Hooks,
 ) -> anyhow::Result<ControllerHandle> {
-    check_args(&args)?;
+    args.check()?;
     let mut args = args;
     let shard = args.shard.unwrap_or_default();
     args.leader.lease_name = shard.lease_name(&args.leader.lease_name);
@@ -269,7 +214,7 @@ pub async fn start_with(
 
 /// `pipewarden run`: start, then run until SIGTERM or Ctrl-C, or until a loop fails.
 pub async fn run(mut args: RunArgs) -> anyhow::Result<()> {
-    check_args(&args)?;
+    args.check()?;
     let config = kube::Config::infer()
         .await
         .context("cannot build a Kubernetes client (KUBECONFIG or in-cluster config)")?;

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use super::load_policy;
 use super::metrics::Metrics;
 use super::policy_handle::PolicyHandle;
-use crate::cli::policy_args::PolicyArgs;
+use crate::config::PolicyArgs;
 
 /// Everything a reload reads; any change to these bytes triggers one.
 pub struct Inputs {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
 use clap::Parser as _;
-use pipewarden::cli::policy_args::PolicyArgs;
+use pipewarden::config::PolicyArgs;
 use pipewarden_tests::registry::Registry;
 use pipewarden_tests::repo::built_policy;
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use http::Method;
-use pipewarden::cli::policy_args::read_settings;
+use pipewarden::config::read_settings;
 use pipewarden::engine::{Policy, PolicyOptions, RenderContext};
 use serde::{Deserialize, Serialize};
 

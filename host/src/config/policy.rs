@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::engine::{
-    BUDGET_KEY, Budget, BudgetPreset, BudgetSettings, Policy, PolicyOptions, RetryObserver,
-};
+use super::floor::{Floor, check};
+use crate::engine::{Budget, BudgetPreset, BudgetSettings, Policy, PolicyOptions, RetryObserver};
 use crate::oci::{FetchOptions, Fetched, PolicyRef, VerifyKey};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -64,6 +63,48 @@ pub struct PolicyArgs {
 }
 
 impl PolicyArgs {
+    /// The floors of the policy's limits (after a settings budget is filled in).
+    pub fn floors(&self) -> Vec<Floor> {
+        let budget = self.resolved_budget();
+        vec![
+            Floor::count(
+                "--render-timeout-ms",
+                "PIPEWARDEN_RENDER_TIMEOUT_MS",
+                budget.render_timeout.as_millis() as u64,
+                10,
+            ),
+            Floor::count(
+                "--decision-timeout-ms",
+                "PIPEWARDEN_DECISION_TIMEOUT_MS",
+                budget.decision_timeout.as_millis() as u64,
+                5,
+            ),
+            Floor::count(
+                "--memory-limit-mib",
+                "PIPEWARDEN_MEMORY_LIMIT_MIB",
+                budget.memory_mib as u64,
+                8,
+            ),
+            Floor::count(
+                "--policy-pool-size",
+                "PIPEWARDEN_POLICY_POOL_SIZE",
+                budget.pool_size.into(),
+                1,
+            ),
+            Floor::count(
+                "--policy-core-instances",
+                "PIPEWARDEN_POLICY_CORE_INSTANCES",
+                budget.core_instances.into(),
+                1,
+            ),
+        ]
+    }
+
+    /// Refuses a policy limit below its floor.
+    pub fn check_floors(&self) -> anyhow::Result<()> {
+        check(&self.floors())
+    }
+
     pub fn options(&self) -> anyhow::Result<PolicyOptions> {
         let pinned_sha256 = match &self.policy_sha256_file {
             Some(path) => Some(
@@ -202,52 +243,11 @@ impl PolicyArgs {
     }
 }
 
-/// A settings file as read: what the policy receives, and the budget it sets for the host.
-#[derive(Debug, Default)]
-pub struct Settings {
-    /// JSON text, without the budget.
-    pub text: String,
-    pub budget: BudgetSettings,
-}
-
-/// Reads a settings file (JSON or YAML); none means `{}` and no budget.
-pub fn read_settings(path: Option<&PathBuf>) -> anyhow::Result<Settings> {
-    let Some(path) = path else {
-        return Ok(Settings {
-            text: "{}".into(),
-            budget: BudgetSettings::default(),
-        });
-    };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read settings {}", path.display()))?;
-    let value: serde_json::Value = serde_yaml::from_str(&text)
-        .with_context(|| format!("settings {} are neither JSON nor YAML", path.display()))?;
-    split_budget(value).with_context(|| format!("settings {}", path.display()))
-}
-
-/// Takes the host's budget out of a settings document.
-pub fn split_budget(mut value: serde_json::Value) -> anyhow::Result<Settings> {
-    let budget = match value.as_object_mut().and_then(|map| map.remove(BUDGET_KEY)) {
-        Some(budget) => serde_json::from_value(budget).with_context(|| {
-            format!(
-                "{BUDGET_KEY} takes preset (compiled | interpreter), memoryMib, \
-                 renderTimeoutMs, decisionTimeoutMs, poolSize and coreInstances"
-            )
-        })?,
-        None => BudgetSettings::default(),
-    };
-    Ok(Settings {
-        text: value.to_string(),
-        budget,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
     use clap::Parser as _;
-    use serde_json::json;
 
     use super::*;
 
@@ -260,26 +260,6 @@ mod tests {
     fn flags(args: &[&str]) -> PolicyArgs {
         let argv = ["pipewarden", "--policy", "p.wasm"].iter().chain(args);
         Flags::try_parse_from(argv).unwrap().policy
-    }
-
-    #[test]
-    fn the_budget_leaves_the_settings_the_policy_sees() {
-        let settings = split_budget(json!({
-            "notify": "all",
-            BUDGET_KEY: {"preset": "interpreter", "poolSize": 24},
-        }))
-        .unwrap();
-        assert_eq!(settings.text, r#"{"notify":"all"}"#);
-        assert_eq!(settings.budget.preset, Some(BudgetPreset::Interpreter));
-        assert_eq!(settings.budget.pool_size, Some(24));
-        let none = split_budget(json!({"notify": "all"})).unwrap();
-        assert_eq!(none.budget, BudgetSettings::default());
-    }
-
-    #[test]
-    fn a_misspelt_budget_key_is_refused() {
-        let error = split_budget(json!({BUDGET_KEY: {"poolSiz": 4}})).unwrap_err();
-        assert!(format!("{error:#}").contains("poolSiz"), "{error:#}");
     }
 
     #[test]

@@ -1,0 +1,55 @@
+//! Flags of `pipewarden eval`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::PolicyArgs;
+use super::duration::humantime_secs;
+use super::floor::{Floor, SECOND, check};
+use crate::swf::REBUILD_POLICY_ENV;
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    Table,
+    /// One JSON object per line.
+    Json,
+    /// One YAML document per row.
+    Yaml,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// disable | always | on-version-change
+    #[arg(long, env = REBUILD_POLICY_ENV, default_value = "always")]
+    pub rebuild_policy: String,
+    /// The KFP version to render for.
+    #[arg(long, env = "PIPEWARDEN_TARGET_VERSION")]
+    pub target_version: Option<String>,
+    /// Policy settings (JSON or YAML).
+    #[arg(long, env = "PIPEWARDEN_SETTINGS")]
+    pub settings: Option<PathBuf>,
+    /// How long a tombstone lasts in the simulated event sequence.
+    #[arg(long, default_value = "10m", value_parser = humantime_secs)]
+    pub tombstone_ttl: Duration,
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+    /// SWF files, or files of workflow watch events.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+}
+
+impl EvalArgs {
+    /// `policy` is the policy flags with the settings' budget filled in.
+    pub fn check_floors(&self, policy: &PolicyArgs) -> anyhow::Result<()> {
+        let mut floors = policy.floors();
+        floors.push(Floor::duration(
+            "--tombstone-ttl",
+            None,
+            self.tombstone_ttl,
+            SECOND,
+        ));
+        check(&floors)
+    }
+}

@@ -1,0 +1,150 @@
+//! Flags of the exit gate.
+
+use std::time::Duration;
+
+use super::duration::humantime_secs;
+use super::floor::{Floor, SECOND};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExitArgs {
+    /// Run the exit gate (watches argoproj.io Workflows); turn off where Argo is not installed.
+    #[arg(long, env = "PIPEWARDEN_EXIT_GATE", default_value_t = true, action = clap::ArgAction::Set)]
+    pub exit_gate: bool,
+    /// POST each exit notification (a CloudEvent, HTTP binary mode) to this http:// or
+    /// https:// URL.
+    #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_URL")]
+    pub exit_webhook_url: Option<String>,
+    /// Attempts of the action path (confirming read, claim, Event, delivery) per completion,
+    /// each with at most one webhook request; then the completion is given up (an
+    /// ExitNotificationFailed Event and pipewarden_exit_gave_up).
+    #[arg(
+        long,
+        alias = "exit-webhook-attempts",
+        env = "PIPEWARDEN_EXIT_ATTEMPTS",
+        default_value_t = 16
+    )]
+    pub exit_attempts: u32,
+    /// Wait before the second attempt; it doubles per attempt (jittered) up to
+    /// --exit-retry-max-delay.
+    #[arg(long, env = "PIPEWARDEN_EXIT_RETRY_DELAY", default_value = "2s", value_parser = humantime_secs)]
+    pub exit_retry_delay: Duration,
+    /// The longest wait between two attempts (also after a receiver's 4xx).
+    #[arg(long, env = "PIPEWARDEN_EXIT_RETRY_MAX_DELAY", default_value = "10m", value_parser = humantime_secs)]
+    pub exit_retry_max_delay: Duration,
+    /// Timeout of one webhook request, answer included; a timed-out delivery is retried with a
+    /// longer one (2x, then 4x).
+    #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = humantime_secs)]
+    pub exit_webhook_timeout: Duration,
+    /// Webhook requests in flight at once (a quarter more for receivers that timed out).
+    #[arg(
+        long,
+        env = "PIPEWARDEN_EXIT_DELIVERY_CONCURRENCY",
+        default_value_t = 256
+    )]
+    pub exit_delivery_concurrency: usize,
+    /// Deliveries that may wait for a request slot, per lane; beyond it an attempt fails and
+    /// is retried after its backoff.
+    #[arg(long, env = "PIPEWARDEN_EXIT_DELIVERY_QUEUE", default_value_t = 1024)]
+    pub exit_delivery_queue: usize,
+    /// The CloudEvents `source` of exit notifications (a URI-reference).
+    #[arg(
+        long,
+        env = "PIPEWARDEN_EXIT_EVENT_SOURCE",
+        default_value = "/pipewarden/exit-gate"
+    )]
+    pub exit_event_source: String,
+    /// Unclaimed completions older than this when first seen are not notified (no flood on
+    /// install); each is reported: skipped/<key>, an ExitNotificationSkipped Event, a metric.
+    #[arg(long, env = "PIPEWARDEN_EXIT_CATCHUP_WINDOW", default_value = "1h", value_parser = humantime_secs)]
+    pub exit_catchup_window: Duration,
+    /// A claim still pending this long after its workflow finished is given up at once,
+    /// whatever attempts a restart would allow.
+    #[arg(long, env = "PIPEWARDEN_EXIT_GIVE_UP_AFTER", default_value = "24h", value_parser = humantime_secs)]
+    pub exit_give_up_after: Duration,
+    /// How often pending claims no attempt is working on are taken up again.
+    #[arg(long, env = "PIPEWARDEN_EXIT_SWEEP_INTERVAL", default_value = "60s", value_parser = humantime_secs)]
+    pub exit_sweep_interval: Duration,
+    /// How long a tombstone is kept after it was recorded or last raised (Argo keeps 1300 s).
+    #[arg(long, env = "PIPEWARDEN_TOMBSTONE_TTL", default_value = "1300s", value_parser = humantime_secs)]
+    pub tombstone_ttl: Duration,
+    /// Most tombstones held; the least recently used are evicted beyond it.
+    #[arg(
+        long,
+        env = "PIPEWARDEN_TOMBSTONE_MAX_ENTRIES",
+        default_value_t = 200_000
+    )]
+    pub tombstone_max_entries: u64,
+}
+
+impl ExitArgs {
+    pub fn floors(&self) -> Vec<Floor> {
+        vec![
+            Floor::count(
+                "--exit-attempts",
+                "PIPEWARDEN_EXIT_ATTEMPTS",
+                u64::from(self.exit_attempts),
+                1,
+            ),
+            Floor::count(
+                "--exit-delivery-concurrency",
+                "PIPEWARDEN_EXIT_DELIVERY_CONCURRENCY",
+                self.exit_delivery_concurrency as u64,
+                1,
+            ),
+            Floor::count(
+                "--exit-delivery-queue",
+                "PIPEWARDEN_EXIT_DELIVERY_QUEUE",
+                self.exit_delivery_queue as u64,
+                1,
+            ),
+            Floor::duration(
+                "--exit-webhook-timeout",
+                Some("PIPEWARDEN_EXIT_WEBHOOK_TIMEOUT"),
+                self.exit_webhook_timeout,
+                SECOND,
+            ),
+            Floor::duration(
+                "--exit-retry-max-delay",
+                Some("PIPEWARDEN_EXIT_RETRY_MAX_DELAY"),
+                self.exit_retry_max_delay,
+                SECOND,
+            ),
+            Floor::duration(
+                "--exit-give-up-after",
+                Some("PIPEWARDEN_EXIT_GIVE_UP_AFTER"),
+                self.exit_give_up_after,
+                Duration::from_secs(60),
+            ),
+            Floor::duration(
+                "--exit-sweep-interval",
+                Some("PIPEWARDEN_EXIT_SWEEP_INTERVAL"),
+                self.exit_sweep_interval,
+                SECOND,
+            ),
+            Floor::duration(
+                "--exit-catchup-window",
+                Some("PIPEWARDEN_EXIT_CATCHUP_WINDOW"),
+                self.exit_catchup_window,
+                SECOND,
+            ),
+            Floor::duration(
+                "--exit-retry-delay",
+                Some("PIPEWARDEN_EXIT_RETRY_DELAY"),
+                self.exit_retry_delay,
+                SECOND,
+            ),
+            Floor::duration(
+                "--tombstone-ttl",
+                Some("PIPEWARDEN_TOMBSTONE_TTL"),
+                self.tombstone_ttl,
+                SECOND,
+            ),
+            Floor::count(
+                "--tombstone-max-entries",
+                "PIPEWARDEN_TOMBSTONE_MAX_ENTRIES",
+                self.tombstone_max_entries,
+                100,
+            ),
+        ]
+    }
+}

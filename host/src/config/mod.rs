@@ -1,0 +1,27 @@
+//! Every flag of every command, the floor each duration and size flag is held to, and how
+//! settings files are read. `cli` and `controller` both read their configuration from here and
+//! not from each other.
+
+mod artifacts;
+pub mod duration;
+mod eval;
+mod exit;
+pub mod floor;
+mod leader;
+mod policy;
+mod run;
+mod settings;
+pub mod shard;
+mod swf;
+mod test;
+
+pub use artifacts::{PrecompileArgs, PushArgs};
+pub use eval::{EvalArgs, OutputFormat};
+pub use exit::ExitArgs;
+pub use leader::LeaderArgs;
+pub use policy::PolicyArgs;
+pub use run::RunArgs;
+pub use settings::{Settings, read_settings, split_budget};
+pub use shard::Shard;
+pub use swf::SwfArgs;
+pub use test::{TestArgs, TestOutput};
