@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::diff::{Change, semantic_diff};
+pub use super::outcome::SwfOutcome;
 use super::{STAMP_ANNOTATIONS, not_rebuildable_reason, read_stamps};
 use crate::engine::{
     Policy, PolicyError, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext,
@@ -15,59 +16,6 @@ pub struct RenderTarget {
     pub rebuild_policy: RebuildPolicy,
     pub target_version: Option<String>,
     pub settings: String,
-}
-
-#[derive(Clone, Debug)]
-pub enum SwfOutcome {
-    /// The policy chose not to rebuild.
-    Skipped { reason: String },
-    /// The policy cannot rebuild this SWF (no pipeline to recompile); it is left as it is.
-    NotRebuildable { reason: String },
-    /// Rebuilt, and the render equals the live object: nothing to write.
-    UpToDate { reason: String },
-    /// Rebuilt, and the render differs: write `desired`.
-    Rebuild {
-        reason: String,
-        desired: Value,
-        changes: Vec<Change>,
-    },
-    /// Rebuild policy `disable`: the render differs, but nothing is written.
-    WouldRebuild {
-        reason: String,
-        changes: Vec<Change>,
-    },
-}
-
-impl SwfOutcome {
-    /// A short label for tables, logs and metrics.
-    pub fn label(&self) -> &'static str {
-        match self {
-            SwfOutcome::Skipped { .. } => "skip",
-            SwfOutcome::NotRebuildable { .. } => "not-rebuildable",
-            SwfOutcome::UpToDate { .. } => "up-to-date",
-            SwfOutcome::Rebuild { .. } => "rebuild",
-            SwfOutcome::WouldRebuild { .. } => "would-rebuild",
-        }
-    }
-
-    pub fn reason(&self) -> &str {
-        match self {
-            SwfOutcome::Skipped { reason }
-            | SwfOutcome::NotRebuildable { reason }
-            | SwfOutcome::UpToDate { reason }
-            | SwfOutcome::Rebuild { reason, .. }
-            | SwfOutcome::WouldRebuild { reason, .. } => reason,
-        }
-    }
-
-    pub fn changes(&self) -> &[Change] {
-        match self {
-            SwfOutcome::Rebuild { changes, .. } | SwfOutcome::WouldRebuild { changes, .. } => {
-                changes
-            }
-            _ => &[],
-        }
-    }
 }
 
 /// Decide for one live SWF. Under `disable` the render still runs as a dry run, so drift is

@@ -5,6 +5,7 @@ pub mod decide;
 pub mod diff;
 pub mod healthz;
 pub mod last_good;
+pub mod outcome;
 pub mod patch;
 pub mod plan;
 

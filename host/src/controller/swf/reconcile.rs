@@ -16,13 +16,14 @@ use serde_json::Value;
 use super::SwfLoop;
 use super::adaptive::throttled_for;
 use super::packed::{PackError, PackedSwf};
-use super::report::{Decision, report};
+use super::report::{PolicyId, report};
 use crate::controller::api_error::{describe, describe_watch};
 use crate::controller::metrics::Metrics;
 use crate::engine::Export;
 use crate::swf::decide::RenderTarget;
+use crate::swf::outcome::SwfOutcome;
 use crate::swf::patch::swf_write_patch;
-use crate::swf::plan::{Plan, Report, plan};
+use crate::swf::plan::plan;
 
 /// Write attempts per SWF per pass; after that, the next resync tries again.
 pub const MAX_WRITE_ATTEMPTS: u32 = 4;
@@ -71,29 +72,21 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
     let mut attempts = 0;
     loop {
         let (planned, policy) = plan_for(&lp, &live).await;
-        let (kind, reason, desired, changes) = match planned {
-            Plan::Write {
-                kind,
-                reason,
-                desired,
-                changes,
-            } => (kind, reason, desired, changes),
-            Plan::Report(planned) => {
-                let again = match &planned {
-                    Report::Failed { kind, .. } if TRANSIENT_POLICY_ERRORS.contains(kind) => {
-                        Action::requeue(lp.resync.min(TRANSIENT_RETRY))
-                    }
-                    _ => requeue,
-                };
-                report(&lp, &swf, &policy, Decision::from_report(planned)).await;
-                return Ok(again);
-            }
+        let Some(desired) = planned.desired() else {
+            let again = match &planned {
+                SwfOutcome::Failed { kind, .. } if TRANSIENT_POLICY_ERRORS.contains(kind) => {
+                    Action::requeue(lp.resync.min(TRANSIENT_RETRY))
+                }
+                _ => requeue,
+            };
+            report(&lp, &swf, &policy, &planned).await;
+            return Ok(again);
         };
         let resource_version = live
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .ok_or(SwfError::Incomplete("resourceVersion"))?;
-        let patch = swf_write_patch(&live, &desired, resource_version);
+        let patch = swf_write_patch(&live, desired, resource_version);
         // Leadership may have moved while the policy was deciding.
         if !lp.ctx.may_write() {
             return Ok(requeue);
@@ -110,21 +103,18 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
                 if let Some(rv) = written.metadata.resource_version.as_deref() {
                     lp.own_writes.remember(&namespace, &name, rv, fingerprint);
                 }
-                report(
-                    &lp,
-                    &swf,
-                    &policy,
-                    Decision::written(kind, reason, &changes),
-                )
-                .await;
+                report(&lp, &swf, &policy, &planned).await;
                 return Ok(requeue);
             }
             Err(kube::Error::Api(status)) if status.is_conflict() => {
                 count_write(&lp, "conflict");
                 if attempts >= MAX_WRITE_ATTEMPTS {
                     lp.ctx.metrics.swf_conflicts_exhausted.inc();
-                    let decision = Decision::conflicts_exhausted(attempts, lp.resync);
-                    report(&lp, &swf, &policy, decision).await;
+                    let outcome = SwfOutcome::ConflictsExhausted {
+                        attempts,
+                        resync: lp.resync,
+                    };
+                    report(&lp, &swf, &policy, &outcome).await;
                     return Ok(requeue);
                 }
                 tokio::time::sleep(conflict_backoff(attempts)).await;
@@ -132,14 +122,14 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
                 match api.get_opt(&name).await? {
                     Some(fresh) => live = as_value(&fresh)?,
                     None => {
-                        report(&lp, &swf, &policy, Decision::gone()).await;
+                        report(&lp, &swf, &policy, &SwfOutcome::Gone).await;
                         return Ok(Action::await_change());
                     }
                 }
             }
             Err(kube::Error::Api(status)) if status.is_not_found() => {
                 count_write(&lp, "gone");
-                report(&lp, &swf, &policy, Decision::gone()).await;
+                report(&lp, &swf, &policy, &SwfOutcome::Gone).await;
                 return Ok(Action::await_change());
             }
             Err(error) if throttled_for(&error).is_some() => {
@@ -152,8 +142,9 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
             }
             Err(error) => {
                 count_write(&lp, "error");
-                let decision = Decision::write_failed(&error, &lp.ctx.api_server);
-                report(&lp, &swf, &policy, decision).await;
+                // The API server's own sentence (e.g. who is forbidden which verb), not a dump.
+                let why = describe(&error, &lp.ctx.api_server);
+                report(&lp, &swf, &policy, &SwfOutcome::WriteFailed { why }).await;
                 return Err(error.into());
             }
         }
@@ -161,7 +152,7 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
 }
 
 /// Plans on the blocking pool; returns the plan and the policy that made it (label, digest).
-async fn plan_for(lp: &SwfLoop, live: &Value) -> (Plan, PolicyId) {
+async fn plan_for(lp: &SwfLoop, live: &Value) -> (SwfOutcome, PolicyId) {
     let live = live.clone();
     let rebuild_policy = lp.rebuild_policy;
     let target_version = lp.target.borrow().clone();
@@ -184,21 +175,13 @@ async fn plan_for(lp: &SwfLoop, live: &Value) -> (Plan, PolicyId) {
         .await;
     // `plan` turns policy errors into a plan; only a failed host task lands here.
     made.unwrap_or_else(|error| {
-        let failed = Plan::Report(Report::Failed {
+        let failed = SwfOutcome::Failed {
             error: error.to_string(),
             export: error.export(),
             kind: error.kind(),
-        });
+        };
         (failed, PolicyId::default())
     })
-}
-
-/// Which policy decided, for events and logs.
-#[derive(Clone, Debug, Default)]
-pub struct PolicyId {
-    pub label: String,
-    pub digest: String,
-    pub target: Option<String>,
 }
 
 /// The object as the policy sees it; managed fields are bookkeeping no policy needs.

@@ -6,7 +6,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::metrics::ReasonLabel;
+use super::ReasonLabel;
 
 #[derive(Default)]
 pub struct ScaleMetrics {

@@ -1,5 +1,7 @@
 //! Prometheus metrics. Every failure path counts itself under a stable label.
 
+pub mod scale;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -85,7 +87,7 @@ pub struct Metrics {
     /// Policy-failure Events about an SWF held back (one per SWF per window), by reason.
     pub swf_events_held_back: Family<ReasonLabel, Counter>,
     /// The SWF loop at scale: pacing, echoes of its own writes, dropped Events.
-    pub scale: super::scale_metrics::ScaleMetrics,
+    pub scale: scale::ScaleMetrics,
     /// Unix time of each watch's last completed list or delivered change.
     pub watch_last_success: Family<WatchLabel, Gauge>,
     /// Watch failures (each followed by a pause and a fresh list), by watch.
@@ -215,7 +217,7 @@ impl Metrics {
             "Policy-failure Events about an SWF held back, one per SWF per window",
             swf_events_held_back.clone(),
         );
-        let scale = super::scale_metrics::ScaleMetrics::register(&mut registry);
+        let scale = scale::ScaleMetrics::register(&mut registry);
         let watch_last_success = Family::<WatchLabel, Gauge>::default();
         registry.register(
             "watch_last_success_timestamp_seconds",
