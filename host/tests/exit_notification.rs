@@ -12,6 +12,7 @@ use pipewarden::exit::notification::{
     Mark, NOTIFICATION_ANNOTATION, NOTIFICATION_LABEL, Plan, event_name, finished_before,
     header_value, notification, payload, plan,
 };
+use pipewarden::exit::outcome::Outcome;
 use pipewarden::exit::retry::{backoff, retryable_status};
 use serde_json::{Value, json};
 
@@ -219,11 +220,11 @@ fn settled_marks_are_not_acted_on_again() {
     let skipped = marked(completed(U1, "111", "Succeeded"), &Mark::Skipped(key));
     assert_eq!(
         plan(&seen, &failed, now(), HOUR),
-        Plan::AlreadySettled("already-failed")
+        Plan::AlreadySettled(Outcome::AlreadyFailed)
     );
     assert_eq!(
         plan(&seen, &skipped, now(), HOUR),
-        Plan::AlreadySettled("already-skipped")
+        Plan::AlreadySettled(Outcome::AlreadySkipped)
     );
 }
 

@@ -14,8 +14,9 @@ use exit_support::{FINISHED, U1, U2, completed, native, workflow};
 use pipewarden::engine::{
     Eligibility, EventKind, Policy, PolicyError, PolicyOptions, Tombstone, WorkflowEvent,
 };
+use pipewarden::exit::TombstoneCache;
 use pipewarden::exit::gate::{assess_with, eligibility_parts};
-use pipewarden::exit::tombstone::{ManualClock, ResourceVersion, TombstoneCache};
+use pipewarden::exit::tombstone::{ManualClock, ResourceVersion};
 use serde_json::Value;
 
 use EventKind::{Added, Deleted, Modified, Relisted};

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use pipewarden::exit::TombstoneCache;
 use pipewarden::exit::tombstone::{
-    ManualClock, MonotonicClock, Phase, ResourceVersion, Sighting, TombstoneCache, UidKey, advance,
+    ManualClock, MonotonicClock, Phase, ResourceVersion, Sighting, UidKey, advance,
     parse_resource_version,
 };
 

@@ -18,6 +18,7 @@ use kube::api::{DynamicObject, ListParams};
 use pipewarden::controller::exit_gate::Handled;
 use pipewarden::engine::EventKind::{self, Modified, Relisted};
 use pipewarden::exit::notification::NOTIFICATION_ANNOTATION;
+use pipewarden::exit::outcome::Outcome;
 use pipewarden_tests::{log, shared};
 use serde_json::{Value, json};
 
@@ -126,7 +127,7 @@ async fn a_thousand_completions_with_stale_replays_notify_exactly_once_each() ->
     for (key, handled) in &racing {
         for outcome in handled {
             ensure!(
-                matches!(outcome.notification, None | Some("unconfirmed")),
+                matches!(outcome.notification, None | Some(Outcome::Unconfirmed)),
                 "{key}: a racing stale copy led to {outcome:?}"
             );
         }
@@ -252,7 +253,7 @@ fn tally<'a>(handled: impl IntoIterator<Item = &'a Handled>) -> BTreeMap<String,
         let label = format!(
             "{}/{}",
             outcome.decision,
-            outcome.notification.unwrap_or("-")
+            outcome.notification.map_or("-", Outcome::label)
         );
         *counts.entry(label).or_default() += 1;
     }

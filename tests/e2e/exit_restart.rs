@@ -14,6 +14,7 @@ use kube::ResourceExt as _;
 use kube::api::{Patch, PatchParams};
 use pipewarden::engine::EventKind::Modified;
 use pipewarden::exit::notification::Mark;
+use pipewarden::exit::outcome::Outcome;
 use pipewarden_tests::shared;
 
 const NAME: &str = "nightly-etl";
@@ -105,7 +106,7 @@ async fn a_stale_failure_past_the_tombstone_is_stopped_by_the_fresh_read() -> Re
     })
     .await?;
     ensure!(
-        handled.decision == "process" && handled.notification == Some("unconfirmed"),
+        handled.decision == "process" && handled.notification == Some(Outcome::Unconfirmed),
         "{handled:?}"
     );
     ensure!(receiver.requests() == 1, "{} requests", receiver.requests());

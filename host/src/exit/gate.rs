@@ -4,8 +4,9 @@
 
 use serde_json::Value;
 
+use super::TombstoneCache;
 use super::event::WorkflowFacts;
-use super::tombstone::{Entry, TombstoneCache, to_policy_tombstone};
+use super::tombstone::{Entry, to_policy_tombstone};
 use crate::engine::{Eligibility, EventKind, Policy, PolicyError, Tombstone, WorkflowEvent};
 
 #[derive(Debug)]
@@ -60,6 +61,34 @@ pub fn assess_with(
     workflow: &Value,
 ) -> Result<Assessment, GateError> {
     let facts = WorkflowFacts::read(workflow).ok_or(GateError::Malformed)?;
+    let verdict = judge(decide, tombstones, kind, &facts, workflow)?;
+    Ok(Assessment {
+        facts,
+        tombstone: verdict.tombstone,
+        eligibility: verdict.eligibility,
+        act: verdict.act,
+    })
+}
+
+/// What [`judge`] decided about one sighting of a workflow already read.
+#[derive(Debug)]
+pub struct Verdict {
+    /// The tombstone the policy was shown.
+    pub tombstone: Option<Entry>,
+    pub eligibility: Eligibility,
+    /// As [`Assessment::act`].
+    pub act: bool,
+}
+
+/// The decision on a workflow whose facts were read where it entered: the tombstone shown to
+/// the policy, then raised by what the policy let through.
+pub fn judge(
+    decide: impl FnOnce(&WorkflowEvent, Option<&Tombstone>) -> Result<Eligibility, PolicyError>,
+    tombstones: &TombstoneCache,
+    kind: EventKind,
+    facts: &WorkflowFacts,
+    workflow: &Value,
+) -> Result<Verdict, PolicyError> {
     let tombstone = tombstones.get(&facts.uid);
     let now = tombstones.now();
     let shown = tombstone
@@ -71,8 +100,7 @@ pub fn assess_with(
         tombstones.observe(&facts.uid, &facts.sighting(kind));
     }
     let act = matches!(eligibility, Eligibility::Process) && facts.complete;
-    Ok(Assessment {
-        facts,
+    Ok(Verdict {
         tombstone,
         eligibility,
         act,
@@ -82,13 +110,12 @@ pub fn assess_with(
 /// The policy's decision on a listed workflow (the live state, never a stale copy), without the
 /// tombstones: neither consulted (one at the same resourceVersion would reject it) nor raised.
 /// For a replica catching up on completions it saw while it could not act.
-pub fn assess_listed(policy: &Policy, workflow: &Value) -> Result<Eligibility, PolicyError> {
-    match WorkflowFacts::read(workflow) {
-        Some(facts) => policy.exit_eligibility(&facts.event(EventKind::Relisted, workflow), None),
-        None => Ok(Eligibility::Skip(
-            "workflow has no metadata.name or metadata.uid".into(),
-        )),
-    }
+pub fn assess_listed(
+    policy: &Policy,
+    facts: &WorkflowFacts,
+    workflow: &Value,
+) -> Result<Eligibility, PolicyError> {
+    policy.exit_eligibility(&facts.event(EventKind::Relisted, workflow), None)
 }
 
 /// Label and reason of an eligibility, for tables, logs and metrics.

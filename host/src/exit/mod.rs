@@ -5,5 +5,9 @@ mod cache;
 pub mod event;
 pub mod gate;
 pub mod notification;
+pub mod outcome;
 pub mod retry;
+pub mod seen;
 pub mod tombstone;
+
+pub use cache::TombstoneCache;

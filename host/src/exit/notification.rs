@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::event::WorkflowFacts;
+use super::outcome::Outcome;
 
 pub const NOTIFICATION_ANNOTATION: &str = "pipewarden.io/exit-notification";
 /// The label holding the mark's state alone (`pending`, `sent`, `failed`, `skipped`).
@@ -99,7 +100,7 @@ pub enum Plan {
     /// Already delivered: nothing to do.
     AlreadySent,
     /// Given up earlier (`failed/<key>`) or reported as too old (`skipped/<key>`).
-    AlreadySettled(&'static str),
+    AlreadySettled(Outcome),
     /// Claimed earlier (by a replica that stopped, or an attempt that failed): deliver again
     /// with the same key; receivers deduplicate.
     Resend,
@@ -118,7 +119,7 @@ impl Plan {
     pub fn label(&self) -> &'static str {
         match self {
             Plan::AlreadySent => "already-notified",
-            Plan::AlreadySettled(state) => state,
+            Plan::AlreadySettled(outcome) => outcome.label(),
             Plan::Resend => "resend",
             Plan::Claim => "claim",
             Plan::TooOld => "skipped-old",
@@ -169,8 +170,8 @@ pub fn plan_facts(
         Some(mark) if current.is_completion_key(mark.key()) => match mark {
             Mark::Sent(_) => Plan::AlreadySent,
             Mark::Pending(_) => Plan::Resend,
-            Mark::Failed(_) => Plan::AlreadySettled("already-failed"),
-            Mark::Skipped(_) => Plan::AlreadySettled("already-skipped"),
+            Mark::Failed(_) => Plan::AlreadySettled(Outcome::AlreadyFailed),
+            Mark::Skipped(_) => Plan::AlreadySettled(Outcome::AlreadySkipped),
         },
         _ if finished_before(current, now, catch_up) => Plan::TooOld,
         _ => Plan::Claim,

@@ -2,97 +2,11 @@
 //! workflow had completed by then. Pure functions over an explicit clock; the bounded
 //! in-memory cache the controller keeps them in is in `cache`.
 
-use std::cmp::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use super::cache::TombstoneCache;
 use crate::engine;
 
-/// Argo's workflow phases; `New` is the empty phase of a workflow no controller touched yet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    New,
-    Pending,
-    Running,
-    Succeeded,
-    Failed,
-    Error,
-    Unknown,
-}
-
-impl Phase {
-    pub fn parse(phase: &str) -> Phase {
-        match phase {
-            "" => Phase::New,
-            "Pending" => Phase::Pending,
-            "Running" => Phase::Running,
-            "Succeeded" => Phase::Succeeded,
-            "Failed" => Phase::Failed,
-            "Error" => Phase::Error,
-            _ => Phase::Unknown,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::New => "",
-            Phase::Pending => "Pending",
-            Phase::Running => "Running",
-            Phase::Succeeded => "Succeeded",
-            Phase::Failed => "Failed",
-            Phase::Error => "Error",
-            Phase::Unknown => "Unknown",
-        }
-    }
-
-    pub fn is_complete(self) -> bool {
-        matches!(self, Phase::Succeeded | Phase::Failed | Phase::Error)
-    }
-}
-
-/// A resourceVersion in canonical decimal form (digits, no sign, no leading zero, not "0"),
-/// ordered as the integer it writes, of any length: etcd revisions fit in 64 bits, so those
-/// are kept as one word, and longer ones as their digits.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum ResourceVersion {
-    Word(u64),
-    /// More than 64 bits: always greater than any [`ResourceVersion::Word`].
-    Wide(Arc<str>),
-}
-
-impl Ord for ResourceVersion {
-    fn cmp(&self, other: &Self) -> Ordering {
-        match (self, other) {
-            (Self::Word(a), Self::Word(b)) => a.cmp(b),
-            (Self::Word(_), Self::Wide(_)) => Ordering::Less,
-            (Self::Wide(_), Self::Word(_)) => Ordering::Greater,
-            // Without leading zeros, a longer number is a larger one.
-            (Self::Wide(a), Self::Wide(b)) => a.len().cmp(&b.len()).then_with(|| a.cmp(b)),
-        }
-    }
-}
-
-impl PartialOrd for ResourceVersion {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq<u64> for ResourceVersion {
-    fn eq(&self, other: &u64) -> bool {
-        matches!(self, Self::Word(word) if word == other)
-    }
-}
-
-impl std::fmt::Display for ResourceVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Word(word) => write!(f, "{word}"),
-            Self::Wide(digits) => f.write_str(digits),
-        }
-    }
-}
+pub use argo_rules::{Phase, ResourceVersion};
 
 /// What the host remembers about one uid. Small on purpose: one per recent workflow.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,13 +32,7 @@ pub struct Sighting<'a> {
 /// Kubernetes resourceVersions compare as decimal integers of any length: no sign, no leading
 /// zeros, not 0. Anything else is `None`, and the rules fail open on it.
 pub fn parse_resource_version(rv: &str) -> Option<ResourceVersion> {
-    if rv.is_empty() || rv.starts_with('0') || !rv.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some(match rv.parse::<u64>() {
-        Ok(word) => ResourceVersion::Word(word),
-        Err(_) => ResourceVersion::Wide(Arc::from(rv)),
-    })
+    ResourceVersion::parse(rv)
 }
 
 /// The entry after a sighting. The resourceVersion never goes down; an unparseable one

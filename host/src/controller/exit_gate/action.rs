@@ -8,23 +8,24 @@
 //! the completion is given up: `failed/<key>`, an `ExitNotificationFailed` Event, a metric.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::Value;
 
 use super::delivery::DeliveryError;
+use super::gate::{Gate, workflows};
 use super::tracker::{Begin, Final};
-use super::watch::workflows;
 use super::webhook::PostError;
-use super::worker::Gate;
 use crate::controller::metrics::Metrics;
 use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::{
     Mark, Notification, Plan, event_note, finished_before, notification, plan_facts, reasons,
 };
+use crate::exit::outcome::Outcome;
 use crate::exit::retry::{jittered, retryable_status};
+use crate::exit::seen::SeenWorkflow;
 
 /// Reads and writes per step within one attempt before it counts as failed: a workflow that
 /// keeps changing under us (409) is read again at once, not after a backoff.
@@ -32,47 +33,6 @@ const CONFLICT_ATTEMPTS: u32 = 5;
 /// Attempts that find the workflow gone, with no DELETE event to say how it ended, before the
 /// completion is left alone.
 const GONE_ATTEMPTS: u32 = 3;
-
-/// How a completion was handled; the metric label of `pipewarden_exit_notifications`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Sent,
-    AlreadySent,
-    /// `already-failed` or `already-skipped`: settled by an earlier replica or run.
-    Settled(&'static str),
-    SkippedOld,
-    Unconfirmed,
-    Gone,
-    GaveUp,
-    Superseded,
-    NotLeader,
-}
-
-impl Outcome {
-    pub fn label(self) -> &'static str {
-        match self {
-            Outcome::Sent => "sent",
-            Outcome::AlreadySent => "already-notified",
-            Outcome::Settled(label) => label,
-            Outcome::SkippedOld => "skipped-old",
-            Outcome::Unconfirmed => "unconfirmed",
-            Outcome::Gone => "gone",
-            Outcome::GaveUp => "gave-up",
-            Outcome::Superseded => "superseded",
-            Outcome::NotLeader => "not-leader",
-        }
-    }
-
-    /// Whether the completion is done with for good (remembered, never retried by this
-    /// replica). An unconfirmed copy, a workflow gone without a trace, or leadership lost
-    /// leave the completion to whoever sees it next.
-    fn settles(self) -> bool {
-        !matches!(
-            self,
-            Outcome::Unconfirmed | Outcome::Gone | Outcome::NotLeader
-        )
-    }
-}
 
 /// Where a completion came from.
 pub enum Origin {
@@ -89,22 +49,17 @@ pub async fn submit(
     gate: &Arc<Gate>,
     seen: WorkflowFacts,
     origin: Origin,
-    waiter: Option<tokio::sync::oneshot::Sender<&'static str>>,
-) -> Option<&'static str> {
+    waiter: Option<tokio::sync::oneshot::Sender<Outcome>>,
+) -> Option<Outcome> {
     let key = seen.completion_key();
     match gate.tracker.begin(&key, waiter).await {
         // Settled by this replica already: the metric counted that outcome once.
-        Begin::Settled(outcome) => Some(match outcome {
-            "sent" => "already-notified",
-            "gave-up" | "superseded" => "already-failed",
-            "skipped-old" => "already-skipped",
-            other => other,
-        }),
+        Begin::Settled(outcome) => Some(outcome.seen_again()),
         Begin::InFlight => {
             if let Origin::Deleted(final_object) = origin {
                 gate.tracker.attach_final(&key, *final_object);
             }
-            Some("in-flight")
+            Some(Outcome::InFlight)
         }
         Begin::New(slot) => {
             let gate_for_task = gate.clone();
@@ -236,8 +191,7 @@ async fn process(gate: &Arc<Gate>, seen: WorkflowFacts, origin: Origin) {
     }
     Metrics::count(&metrics.exit_notifications, outcome.label());
     metrics.exit_in_flight.dec();
-    gate.tracker
-        .finish(&key, outcome.label(), outcome.settles());
+    gate.tracker.finish(&key, outcome);
 }
 
 async fn attempt(gate: &Gate, run: &mut Run) -> Ended {
@@ -329,7 +283,12 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
             }
             Err(error) => return Err(Failure::new("read", error)),
         };
-        let Some(current) = WorkflowFacts::read(&live) else {
+        let Some(SeenWorkflow {
+            facts: current,
+            mark,
+            ..
+        }) = SeenWorkflow::read(live)
+        else {
             return Ok(Some(unconfirmed(
                 run,
                 "the live workflow has no name or uid",
@@ -345,7 +304,6 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
                 ),
             ));
         }
-        let mark = Mark::read(&live);
         let plan = plan_facts(
             &run.seen,
             &current,
@@ -355,8 +313,8 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
         );
         let resource_version = current.resource_version.clone();
         match plan {
-            Plan::AlreadySent => return Ok(Some(Outcome::AlreadySent)),
-            Plan::AlreadySettled(label) => return Ok(Some(Outcome::Settled(label))),
+            Plan::AlreadySent => return Ok(Some(Outcome::AlreadyNotified)),
+            Plan::AlreadySettled(outcome) => return Ok(Some(outcome)),
             Plan::Unconfirmed(reason) => return Ok(Some(unconfirmed(run, &reason))),
             Plan::TooOld => {
                 // The Event first (a second create is a no-op), then the mark that settles it.
@@ -387,9 +345,7 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
                 let mark = Mark::Pending(run.key.clone());
                 match write_mark(gate, &api, &run.seen.name, &mark, &resource_version).await {
                     Ok(written) => {
-                        let rv = WorkflowFacts::read(&written)
-                            .map(|facts| facts.resource_version)
-                            .unwrap_or(resource_version);
+                        let rv = written.unwrap_or(resource_version);
                         run.claimed = Some(claimed(gate, current, Some(rv)));
                         return Ok(None);
                     }
@@ -420,8 +376,8 @@ async fn from_final(
         gate.limits.catch_up,
     );
     match plan {
-        Plan::AlreadySent => Ok(Some(Outcome::AlreadySent)),
-        Plan::AlreadySettled(label) => Ok(Some(Outcome::Settled(label))),
+        Plan::AlreadySent => Ok(Some(Outcome::AlreadyNotified)),
+        Plan::AlreadySettled(outcome) => Ok(Some(outcome)),
         Plan::Unconfirmed(reason) => Ok(Some(unconfirmed(run, &reason))),
         Plan::TooOld => report_too_old(gate, &final_object.facts).await.map(Some),
         Plan::Resend | Plan::Claim => {
@@ -491,13 +447,10 @@ async fn mark_sent(gate: &Gate, run: &mut Run) -> Result<(), Failure> {
             let _permit = gate.api_permit().await;
             read(&api, &claimed.facts.name).await
         };
-        match fresh {
-            Ok(Some(fresh)) => match Mark::read(&fresh) {
+        match fresh.map(|fresh| fresh.and_then(SeenWorkflow::read)) {
+            Ok(Some(fresh)) => match fresh.mark {
                 Some(Mark::Pending(key)) if key == run.key => {
-                    claimed.resource_version = fresh
-                        .pointer("/metadata/resourceVersion")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
+                    claimed.resource_version = Some(fresh.facts.resource_version);
                 }
                 Some(Mark::Sent(key)) if key == run.key => return Ok(()),
                 _ => {
@@ -558,18 +511,16 @@ pub(super) async fn settle_mark(gate: &Gate, facts: &WorkflowFacts, mark: Mark) 
             let _permit = gate.api_permit().await;
             read(&api, &facts.name).await
         };
-        let Ok(Some(live)) = live else {
+        let Ok(Some(Some(live))) = live.map(|live| live.map(SeenWorkflow::read)) else {
             return;
         };
-        let Some(current) = WorkflowFacts::read(&live) else {
-            return;
-        };
+        let current = &live.facts;
         if current.uid != facts.uid || current.completion_key() != key {
             return;
         }
-        if let Some(found) = Mark::read(&live)
-            && current.is_completion_key(found.key())
-            && !matches!(found, Mark::Pending(_))
+        if live
+            .own_mark()
+            .is_some_and(|found| !matches!(found, Mark::Pending(_)))
         {
             return;
         }
@@ -613,8 +564,7 @@ pub(super) async fn report_superseded(gate: &Gate, live: &WorkflowFacts, claimed
     {
         tracing::warn!(key = claimed_key, %error, "cannot record the ExitNotificationFailed Event");
     }
-    gate.tracker
-        .settle(claimed_key, Outcome::Superseded.label());
+    gate.tracker.settle(claimed_key, Outcome::Superseded);
 }
 
 async fn read(api: &Api<DynamicObject>, name: &str) -> kube::Result<Option<Value>> {
@@ -626,14 +576,15 @@ async fn read(api: &Api<DynamicObject>, name: &str) -> kube::Result<Option<Value
     }
 }
 
-/// Sets `mark` on the workflow, only if it is still at `resource_version`.
+/// Sets `mark` on the workflow, only if it is still at `resource_version`; returns the
+/// resourceVersion written.
 async fn write_mark(
     gate: &Gate,
     api: &Api<DynamicObject>,
     name: &str,
     mark: &Mark,
     resource_version: &str,
-) -> kube::Result<Value> {
+) -> kube::Result<Option<String>> {
     let _permit = gate.api_permit().await;
     let written = api
         .patch(
@@ -642,17 +593,5 @@ async fn write_mark(
             &Patch::Merge(&mark.patch(resource_version)),
         )
         .await?;
-    serde_json::to_value(written).map_err(kube::Error::SerdeError)
-}
-
-/// The delays between attempts, and what bounds them.
-#[derive(Clone, Debug)]
-pub struct Limits {
-    pub attempts: u32,
-    pub retry_delay: Duration,
-    pub retry_max_delay: Duration,
-    pub catch_up: Duration,
-    pub give_up_after: Duration,
-    pub webhook_timeout: Duration,
-    pub event_source: String,
+    Ok(written.metadata.resource_version)
 }

@@ -11,6 +11,7 @@
 mod action;
 pub mod delivery;
 mod events;
+mod gate;
 mod sweep;
 mod tracker;
 mod watch;
@@ -26,87 +27,17 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::context::Context;
 use super::metrics::Metrics;
-use crate::cli::eval::humantime_secs;
+use crate::config::ExitArgs;
 use crate::engine::EventKind;
-use crate::exit::tombstone::{MonotonicClock, TombstoneCache, UidKey};
-use action::Limits;
+use crate::exit::TombstoneCache;
+use crate::exit::outcome::Outcome;
+use crate::exit::tombstone::{MonotonicClock, UidKey};
 use delivery::Delivery;
+use gate::{Gate, Limits, Queues, Task, Work};
 use tracker::Tracker;
 use watch::Input;
-use worker::{Gate, Task, Work};
 
 pub use webhook::{PostError, Webhook};
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct ExitArgs {
-    /// Run the exit gate (watches argoproj.io Workflows); turn off where Argo is not installed.
-    #[arg(long, env = "PIPEWARDEN_EXIT_GATE", default_value_t = true, action = clap::ArgAction::Set)]
-    pub exit_gate: bool,
-    /// POST each exit notification (a CloudEvent, HTTP binary mode) to this http:// or
-    /// https:// URL.
-    #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_URL")]
-    pub exit_webhook_url: Option<String>,
-    /// Attempts of the action path (confirming read, claim, Event, delivery) per completion,
-    /// each with at most one webhook request; then the completion is given up (an
-    /// ExitNotificationFailed Event and pipewarden_exit_gave_up).
-    #[arg(
-        long,
-        alias = "exit-webhook-attempts",
-        env = "PIPEWARDEN_EXIT_ATTEMPTS",
-        default_value_t = 16
-    )]
-    pub exit_attempts: u32,
-    /// Wait before the second attempt; it doubles per attempt (jittered) up to
-    /// --exit-retry-max-delay.
-    #[arg(long, env = "PIPEWARDEN_EXIT_RETRY_DELAY", default_value = "2s", value_parser = humantime_secs)]
-    pub exit_retry_delay: Duration,
-    /// The longest wait between two attempts (also after a receiver's 4xx).
-    #[arg(long, env = "PIPEWARDEN_EXIT_RETRY_MAX_DELAY", default_value = "10m", value_parser = humantime_secs)]
-    pub exit_retry_max_delay: Duration,
-    /// Timeout of one webhook request, answer included; a timed-out delivery is retried with a
-    /// longer one (2x, then 4x).
-    #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = humantime_secs)]
-    pub exit_webhook_timeout: Duration,
-    /// Webhook requests in flight at once (a quarter more for receivers that timed out).
-    #[arg(
-        long,
-        env = "PIPEWARDEN_EXIT_DELIVERY_CONCURRENCY",
-        default_value_t = 256
-    )]
-    pub exit_delivery_concurrency: usize,
-    /// Deliveries that may wait for a request slot, per lane; beyond it an attempt fails and
-    /// is retried after its backoff.
-    #[arg(long, env = "PIPEWARDEN_EXIT_DELIVERY_QUEUE", default_value_t = 1024)]
-    pub exit_delivery_queue: usize,
-    /// The CloudEvents `source` of exit notifications (a URI-reference).
-    #[arg(
-        long,
-        env = "PIPEWARDEN_EXIT_EVENT_SOURCE",
-        default_value = "/pipewarden/exit-gate"
-    )]
-    pub exit_event_source: String,
-    /// Unclaimed completions older than this when first seen are not notified (no flood on
-    /// install); each is reported: skipped/<key>, an ExitNotificationSkipped Event, a metric.
-    #[arg(long, env = "PIPEWARDEN_EXIT_CATCHUP_WINDOW", default_value = "1h", value_parser = humantime_secs)]
-    pub exit_catchup_window: Duration,
-    /// A claim still pending this long after its workflow finished is given up at once,
-    /// whatever attempts a restart would allow.
-    #[arg(long, env = "PIPEWARDEN_EXIT_GIVE_UP_AFTER", default_value = "24h", value_parser = humantime_secs)]
-    pub exit_give_up_after: Duration,
-    /// How often pending claims no attempt is working on are taken up again.
-    #[arg(long, env = "PIPEWARDEN_EXIT_SWEEP_INTERVAL", default_value = "60s", value_parser = humantime_secs)]
-    pub exit_sweep_interval: Duration,
-    /// How long a tombstone is kept after it was recorded or last raised (Argo keeps 1300 s).
-    #[arg(long, env = "PIPEWARDEN_TOMBSTONE_TTL", default_value = "1300s", value_parser = humantime_secs)]
-    pub tombstone_ttl: Duration,
-    /// Most tombstones held; the least recently used are evicted beyond it.
-    #[arg(
-        long,
-        env = "PIPEWARDEN_TOMBSTONE_MAX_ENTRIES",
-        default_value_t = 200_000
-    )]
-    pub tombstone_max_entries: u64,
-}
 
 /// A workflow event handed to the exit loop by a test, beside the watch (see [`super::Hooks`]).
 pub struct InjectedEvent {
@@ -117,12 +48,11 @@ pub struct InjectedEvent {
 }
 
 /// How one event was handled: the policy's decision (or `error`, `malformed`) and, when the
-/// event led to exit processing, the notification outcome (that of its completion, once known:
-/// `sent`, `unconfirmed`, `already-notified`, `gave-up`, ...).
+/// event led to exit processing, the notification outcome (that of its completion, once known).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Handled {
     pub decision: &'static str,
-    pub notification: Option<&'static str>,
+    pub notification: Option<Outcome>,
 }
 
 impl Handled {
@@ -133,7 +63,7 @@ impl Handled {
         }
     }
 
-    fn notified(decision: &'static str, notification: &'static str) -> Handled {
+    fn notified(decision: &'static str, notification: Outcome) -> Handled {
         Handled {
             decision,
             notification: Some(notification),
@@ -184,8 +114,10 @@ pub async fn run(
         Tracker::new(args.tombstone_ttl, args.tombstone_max_entries),
         delivery,
         limits,
-        delay_tx,
-        task_tx,
+        Queues {
+            delayed: delay_tx,
+            tasks: task_tx,
+        },
     ));
     loops.spawn(sweep::run(gate.clone(), args.exit_sweep_interval));
 
@@ -214,7 +146,7 @@ pub async fn run(
     loop {
         tokio::select! {
             input = inputs.next() => match input {
-                Some(Input::Event(work)) => dispatch(&ctx, &shards, work).await?,
+                Some(Input::Event(work)) => dispatch(&ctx, &shards, *work).await?,
                 Some(Input::Listed(index)) => {
                     listed[index] = true;
                     if listed.iter().all(|done| *done) {

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::action::{self, Origin};
+use super::gate::Gate;
 use super::watch;
-use super::worker::Gate;
-use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::Mark;
+use crate::exit::outcome::Outcome;
 
 /// Runs until the exit loop stops; sweeps every `every` while this replica may write.
 pub(super) async fn run(gate: Arc<Gate>, every: Duration) -> anyhow::Result<()> {
@@ -33,16 +33,11 @@ async fn sweep_once(gate: &Arc<Gate>) {
             return;
         }
     };
-    for workflow in pending {
-        let uid = workflow
-            .pointer("/metadata/uid")
-            .and_then(serde_json::Value::as_str);
-        if !gate.ctx.shard.owns(uid.unwrap_or_default()) {
+    for seen in pending {
+        if !gate.ctx.shard.owns(seen.uid()) {
             continue;
         }
-        let (Some(facts), Some(Mark::Pending(key))) =
-            (WorkflowFacts::read(&workflow), Mark::read(&workflow))
-        else {
+        let (facts, Some(Mark::Pending(key))) = (seen.facts, seen.mark) else {
             continue;
         };
         if gate.tracker.is_in_flight(&key) {
@@ -50,9 +45,9 @@ async fn sweep_once(gate: &Arc<Gate>) {
         }
         match gate.tracker.settled(&key) {
             // Given up, but the failed mark was not written: write it now.
-            Some("gave-up") => action::record_give_up_mark(gate, &facts).await,
+            Some(Outcome::GaveUp) => action::record_give_up_mark(gate, &facts).await,
             // Delivered, but the sent mark was not written: write it now.
-            Some("sent") => action::settle_mark(gate, &facts, Mark::Sent(key.clone())).await,
+            Some(Outcome::Sent) => action::settle_mark(gate, &facts, Mark::Sent(key.clone())).await,
             Some(_) => {}
             None if !(facts.complete && facts.is_completion_key(&key)) => {
                 action::report_superseded(gate, &facts, &key).await;

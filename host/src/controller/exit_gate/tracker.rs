@@ -13,6 +13,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::Mark;
+use crate::exit::outcome::Outcome;
+use crate::exit::seen::SeenWorkflow;
 
 /// Completions processed at once; beyond this the shards wait (backpressure on the watch).
 const MAX_IN_FLIGHT: usize = 100_000;
@@ -24,15 +26,24 @@ pub struct Final {
     pub mark: Option<Mark>,
 }
 
+impl Final {
+    pub fn of(seen: &SeenWorkflow) -> Final {
+        Final {
+            facts: seen.facts.clone(),
+            mark: seen.mark.clone(),
+        }
+    }
+}
+
 #[derive(Default)]
 struct InFlight {
     final_object: Option<Final>,
-    waiters: Vec<oneshot::Sender<&'static str>>,
+    waiters: Vec<oneshot::Sender<Outcome>>,
 }
 
 pub struct Tracker {
     in_flight: Mutex<HashMap<String, InFlight>>,
-    settled: moka::sync::Cache<String, &'static str>,
+    settled: moka::sync::Cache<String, Outcome>,
     slots: Arc<Semaphore>,
 }
 
@@ -43,7 +54,7 @@ pub enum Begin {
     /// Being processed; the waiter (if any) hears its outcome.
     InFlight,
     /// Settled with this outcome.
-    Settled(&'static str),
+    Settled(Outcome),
 }
 
 impl Tracker {
@@ -63,7 +74,7 @@ impl Tracker {
         self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn settled(&self, key: &str) -> Option<&'static str> {
+    pub fn settled(&self, key: &str) -> Option<Outcome> {
         self.settled.get(key)
     }
 
@@ -73,7 +84,7 @@ impl Tracker {
 
     /// Starts processing `key` unless it is under way or settled. Waits for a slot when
     /// [`MAX_IN_FLIGHT`] completions are under way.
-    pub async fn begin(&self, key: &str, waiter: Option<oneshot::Sender<&'static str>>) -> Begin {
+    pub async fn begin(&self, key: &str, waiter: Option<oneshot::Sender<Outcome>>) -> Begin {
         let slot = match self.slots.clone().try_acquire_owned() {
             Ok(slot) => slot,
             Err(_) => self
@@ -121,9 +132,9 @@ impl Tracker {
         self.lock().get(key)?.final_object.clone()
     }
 
-    /// Ends processing `key` with `outcome`; remembered as settled when `settles`.
-    pub fn finish(&self, key: &str, outcome: &'static str, settles: bool) {
-        if settles {
+    /// Ends processing `key` with `outcome`; remembered when it settles the completion.
+    pub fn finish(&self, key: &str, outcome: Outcome) {
+        if outcome.settles() {
             self.settled.insert(key.to_string(), outcome);
         }
         if let Some(entry) = self.lock().remove(key) {
@@ -134,7 +145,7 @@ impl Tracker {
     }
 
     /// Records an outcome reached without processing (e.g. the sweep's superseded claims).
-    pub fn settle(&self, key: &str, outcome: &'static str) {
+    pub fn settle(&self, key: &str, outcome: Outcome) {
         self.settled.insert(key.to_string(), outcome);
     }
 }

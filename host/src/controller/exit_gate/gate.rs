@@ -1,0 +1,154 @@
+//! What every part of the exit loop shares: the gate's state, the work handed between its
+//! parts, the limits of one completion's action path, and the Workflow API.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+
+use super::Handled;
+use super::delivery::Delivery;
+use super::events::EventWriter;
+use super::tracker::Tracker;
+use crate::controller::context::Context;
+use crate::controller::metrics::Metrics;
+use crate::engine::EventKind;
+use crate::exit::TombstoneCache;
+use crate::exit::seen::SeenWorkflow;
+
+pub(super) enum Work {
+    Event {
+        kind: EventKind,
+        seen: SeenWorkflow,
+        /// How many times this workflow was requeued to get here.
+        requeues: u32,
+        handled: Option<oneshot::Sender<Handled>>,
+    },
+    /// Read the workflow afresh and decide on that (after a `requeue`).
+    Recheck {
+        namespace: String,
+        name: String,
+        uid: String,
+        requeues: u32,
+    },
+    /// A workflow listed when this replica became the writer: notify its completion if no
+    /// replica did and the policy wants it notified. Listed just now, so not a stale copy; the
+    /// action path reads it again anyway.
+    CatchUp { seen: SeenWorkflow },
+}
+
+impl Work {
+    /// The uid that decides the shard.
+    pub(super) fn uid(&self) -> &str {
+        match self {
+            Work::Event { seen, .. } | Work::CatchUp { seen } => seen.uid(),
+            Work::Recheck { uid, .. } => uid,
+        }
+    }
+}
+
+pub(super) type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The delays between attempts, and what bounds them.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub attempts: u32,
+    pub retry_delay: Duration,
+    pub retry_max_delay: Duration,
+    pub catch_up: Duration,
+    pub give_up_after: Duration,
+    pub webhook_timeout: Duration,
+    pub event_source: String,
+}
+
+/// What every shard and every completion shares.
+pub(super) struct Gate {
+    pub ctx: Context,
+    pub tombstones: TombstoneCache,
+    pub tracker: Tracker,
+    pub delivery: Option<Delivery>,
+    pub events: EventWriter,
+    pub limits: Limits,
+    /// Requests to the API server in flight at once from the action paths.
+    api: Arc<Semaphore>,
+    delayed: mpsc::Sender<(Duration, Work)>,
+    /// Completion tasks, run by the exit loop so that they stop with it.
+    tasks: mpsc::UnboundedSender<Task>,
+}
+
+/// Where a gate hands work it does not do itself.
+pub(super) struct Queues {
+    pub delayed: mpsc::Sender<(Duration, Work)>,
+    pub tasks: mpsc::UnboundedSender<Task>,
+}
+
+impl Gate {
+    pub fn new(
+        ctx: Context,
+        tombstones: TombstoneCache,
+        tracker: Tracker,
+        delivery: Option<Delivery>,
+        limits: Limits,
+        queues: Queues,
+    ) -> Self {
+        Gate {
+            api: Arc::new(Semaphore::new(ctx.concurrency)),
+            events: EventWriter::new(ctx.client.clone()),
+            ctx,
+            tombstones,
+            tracker,
+            delivery,
+            limits,
+            delayed: queues.delayed,
+            tasks: queues.tasks,
+        }
+    }
+
+    /// Hands `work` back to the loop after `after`; never waits (a worker must not block on
+    /// its own loop), so beyond the queue's capacity the work is dropped and counted.
+    pub fn schedule(&self, after: Duration, work: Work) {
+        if self.delayed.try_send((after, work)).is_err() {
+            tracing::warn!("delayed exit work queue full; dropping a re-check");
+            Metrics::count(&self.ctx.metrics.exit_decisions, "delay-dropped");
+        }
+    }
+
+    /// Runs `task` beside the shards, as long as the exit loop runs.
+    pub fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let _ = self.tasks.send(Box::pin(task));
+    }
+
+    /// A place among the API requests the action paths may have in flight.
+    pub async fn api_permit(&self) -> OwnedSemaphorePermit {
+        self.api
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed")
+    }
+}
+
+/// `workflows.argoproj.io/v1alpha1`.
+pub(super) fn workflow_resource() -> ApiResource {
+    let gvk = GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Workflow");
+    ApiResource::from_gvk_with_plural(&gvk, "workflows")
+}
+
+pub(super) fn workflows(ctx: &Context, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(ctx.client.clone(), namespace, &workflow_resource())
+}
+
+/// One API for all namespaces, or one per configured namespace.
+pub(super) fn scopes(ctx: &Context) -> Vec<Api<DynamicObject>> {
+    if ctx.namespaces.is_empty() {
+        vec![Api::all_with(ctx.client.clone(), &workflow_resource())]
+    } else {
+        ctx.namespaces
+            .iter()
+            .map(|namespace| workflows(ctx, namespace))
+            .collect()
+    }
+}
