@@ -11,44 +11,14 @@ pub const COMPLETED_LABEL: &str = "workflows.argoproj.io/completed";
 /// `workflows.argoproj.io/phase`: the phase, mirrored into a label.
 pub const PHASE_LABEL: &str = "workflows.argoproj.io/phase";
 
-/// `status.phase` of a workflow.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Phase {
-    /// `""`: the Argo controller has not touched the workflow yet.
-    New,
-    Pending,
-    Running,
-    Succeeded,
-    Failed,
-    Error,
-    /// A value this SDK does not know; never treated as completed.
-    Other(String),
-}
-
-impl Phase {
-    pub fn parse(text: &str) -> Self {
-        match text {
-            "" => Self::New,
-            "Pending" => Self::Pending,
-            "Running" => Self::Running,
-            "Succeeded" => Self::Succeeded,
-            "Failed" => Self::Failed,
-            "Error" => Self::Error,
-            other => Self::Other(other.to_owned()),
-        }
-    }
-
-    /// Succeeded, Failed or Error: Argo will not run the workflow further.
-    pub fn is_completed(&self) -> bool {
-        matches!(self, Self::Succeeded | Self::Failed | Self::Error)
-    }
-}
+/// `status.phase` of a workflow (from `argo-rules`, the same the host reads).
+pub use argo_rules::Phase;
 
 /// True when the event shows a finished workflow: phase Succeeded, Failed or Error. The
 /// `workflows.argoproj.io/completed` label follows the phase in Argo; alone it is not
 /// completion (a workflow labelled completed with phase Running is running).
 pub fn event_is_completed(event: &WorkflowEvent) -> bool {
-    Phase::parse(&event.phase).is_completed()
+    Phase::parse(&event.phase).is_complete()
 }
 
 /// Where a workflow's exit handler was found.
@@ -205,7 +175,7 @@ impl Workflow {
     /// Finished as Argo means it: phase Succeeded, Failed or Error (the completed label alone
     /// is not enough).
     pub fn is_completed(&self) -> bool {
-        self.phase().is_completed()
+        self.phase().is_complete()
     }
 
     /// `status.finishedAt`, set by Argo when the workflow completes.
@@ -251,11 +221,11 @@ mod tests {
     #[test]
     fn phases() {
         assert_eq!(Phase::parse(""), Phase::New);
-        assert!(!Phase::parse("Running").is_completed());
+        assert!(!Phase::parse("Running").is_complete());
         for done in ["Succeeded", "Failed", "Error"] {
-            assert!(Phase::parse(done).is_completed());
+            assert!(Phase::parse(done).is_complete());
         }
-        assert!(!Phase::parse("Exploded").is_completed());
+        assert!(!Phase::parse("Exploded").is_complete());
     }
 
     #[test]

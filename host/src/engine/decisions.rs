@@ -1,8 +1,8 @@
-//! What the case runner asks of a policy. `pipewarden test` answers with the component through
-//! the engine; a policy crate's own tests can answer with its logic compiled natively, so one
-//! case file checks both the same way.
+//! The decision seam: what a policy answers, whoever runs it. [`Policy`] answers with the
+//! component through the engine; [`super::Native`] with a policy's Rust logic compiled into the
+//! caller, so a case file, a test or a benchmark checks both the same way.
 
-use crate::engine::{
+use super::{
     Eligibility, Policy, PolicyError, RebuildDecision, RebuildInput, RenderContext, Tombstone,
     WorkflowEvent,
 };

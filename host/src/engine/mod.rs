@@ -7,8 +7,10 @@
 pub mod bindings;
 mod budget;
 mod cache;
+mod decisions;
 mod error;
 mod instance;
+pub mod native;
 mod options;
 mod retry;
 mod store;
@@ -28,8 +30,10 @@ pub use bindings::{
     Tombstone, WorkflowEvent,
 };
 pub use budget::{BUDGET_KEY, Budget, BudgetPreset, BudgetSettings};
+pub use decisions::Decisions;
 pub use error::{Export, LoadError, PolicyError};
 pub use instance::PolicyInstance;
+pub use native::Native;
 pub use options::PolicyOptions;
 pub use retry::RetryObserver;
 pub use world::WORLD;

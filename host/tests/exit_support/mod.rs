@@ -3,8 +3,8 @@
 
 #![allow(dead_code)]
 
-use pipewarden::engine::{Eligibility, EventKind, PolicyError, Tombstone, WorkflowEvent};
-use pipewarden_guest as guest;
+use pipewarden::engine::native;
+use pipewarden::engine::{Eligibility, PolicyError, Tombstone, WorkflowEvent};
 use serde_json::{Value, json};
 
 pub const U1: &str = "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61";
@@ -47,34 +47,7 @@ pub fn completed(uid: &str, rv: &str, phase: &str) -> Value {
 }
 
 /// The event and tombstone as a natively compiled policy takes them.
-pub fn to_guest(
-    event: &WorkflowEvent,
-    tombstone: Option<&Tombstone>,
-) -> (guest::WorkflowEvent, Option<guest::Tombstone>) {
-    let kind = match event.kind {
-        EventKind::Added => guest::EventKind::Added,
-        EventKind::Modified => guest::EventKind::Modified,
-        EventKind::Deleted => guest::EventKind::Deleted,
-        EventKind::Relisted => guest::EventKind::Relisted,
-    };
-    let event = guest::WorkflowEvent {
-        kind,
-        namespace: event.namespace.clone(),
-        name: event.name.clone(),
-        uid: event.uid.clone(),
-        resource_version: event.resource_version.clone(),
-        phase: event.phase.clone(),
-        labels: event.labels.clone(),
-        workflow: event.workflow.clone(),
-    };
-    let tombstone = tombstone.map(|t| guest::Tombstone {
-        resource_version: t.resource_version.clone(),
-        phase: t.phase.clone(),
-        completed: t.completed,
-        age_seconds: t.age_seconds,
-    });
-    (event, tombstone)
-}
+pub use pipewarden::engine::native::to_guest_event as to_guest;
 
 /// The policy's rules (kfp-core, the default policy's logic) compiled natively; the settings
 /// are what `pipewarden_guest::settings::set_native` set on this thread (`{}` by default).
@@ -83,12 +56,6 @@ pub fn native(
     tombstone: Option<&Tombstone>,
 ) -> Result<Eligibility, PolicyError> {
     let (event, tombstone) = to_guest(event, tombstone);
-    Ok(
-        match kfp_core::exit_eligibility_with_host_settings(&event, tombstone.as_ref()) {
-            guest::Eligibility::Process => Eligibility::Process,
-            guest::Eligibility::Skip(reason) => Eligibility::Skip(reason),
-            guest::Eligibility::RejectStale(reason) => Eligibility::RejectStale(reason),
-            guest::Eligibility::Requeue(reason) => Eligibility::Requeue(reason),
-        },
-    )
+    let decided = kfp_core::exit_eligibility_with_host_settings(&event, tombstone.as_ref());
+    Ok(native::from_guest_eligibility(decided))
 }

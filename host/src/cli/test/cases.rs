@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::decisions::Decisions;
 use super::format::{Case, EventSpec, ExportName, SwfSpec, TombstoneSpec, WorkflowBase};
 use super::swf_checks;
+use crate::engine::Decisions;
 use crate::engine::{PolicyError, RebuildDecision, RebuildInput, RenderContext};
+use crate::exit::TombstoneCache;
 use crate::exit::event::parse_event_kind;
 use crate::exit::gate::{self, eligibility_parts};
-use crate::exit::tombstone::{ManualClock, Phase, Sighting, TombstoneCache};
+use crate::exit::tombstone::{ManualClock, Phase, Sighting};
 use crate::swf::{parse_rebuild_policy, read_stamps};
 
 /// How long a tombstone lives in a simulated sequence: the controller's default.

@@ -3,7 +3,6 @@
 //! when a case file is malformed (nothing runs then). The format is `docs/policy-tests.md`.
 
 mod cases;
-mod decisions;
 pub mod format;
 mod swf_checks;
 
@@ -13,33 +12,13 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde_json::Value;
 
-use super::policy_args::{PolicyArgs, split_budget};
 use super::table::Table;
+pub use crate::config::TestOutput;
+use crate::config::{TestArgs, split_budget};
 use crate::engine::BudgetSettings;
+pub use crate::engine::Decisions;
 pub use cases::Outcome;
-pub use decisions::Decisions;
 use format::{CaseFile, SettingsSource};
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TestOutput {
-    Table,
-    Json,
-    Yaml,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct TestArgs {
-    #[command(flatten)]
-    pub policy: PolicyArgs,
-    /// Policy settings (JSON or YAML) for every file, instead of each file's own `settings`.
-    #[arg(long, env = "PIPEWARDEN_SETTINGS")]
-    pub settings: Option<PathBuf>,
-    #[arg(short = 'o', long, value_enum, default_value_t = TestOutput::Table)]
-    pub output: TestOutput,
-    /// Case files (YAML).
-    #[arg(required = true)]
-    pub cases: Vec<PathBuf>,
-}
 
 /// One case's row.
 #[derive(Debug, serde::Serialize)]
@@ -81,7 +60,7 @@ pub fn run(args: &TestArgs) -> anyhow::Result<i32> {
         (None, None) => BudgetSettings::default(),
     };
     let policy_args = args.policy.with_settings_budget(&budget);
-    super::floors::check_policy(&policy_args)?;
+    policy_args.check_floors()?;
     let policy = policy_args.load()?;
     let override_settings = override_settings.map(|(value, _)| value);
     let report = run_files(&policy, &files, override_settings.as_ref())?;
@@ -137,7 +116,7 @@ fn run_file<P: Decisions>(policy: &P, file: &CaseFile, settings: &Value) -> Vec<
 fn read_settings(source: &SettingsSource) -> anyhow::Result<(Value, BudgetSettings)> {
     let settings = match source {
         SettingsSource::Inline(value) => split_budget(value.clone())?,
-        SettingsSource::File(path) => super::policy_args::read_settings(Some(path))?,
+        SettingsSource::File(path) => crate::config::read_settings(Some(path))?,
     };
     Ok((serde_json::from_str(&settings.text)?, settings.budget))
 }
