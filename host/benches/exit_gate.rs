@@ -1,6 +1,6 @@
 //! Exit-gate benchmark. One thread: workflow events per second through tombstone lookup +
 //! policy decision + record (the controller's `assess`), and the memory one tombstone costs in
-//! moka (the store in use) beside the compact store it replaced. Then webhook delivery: the
+//! moka. Then webhook delivery: the
 //! delivery queue and its pools sending CloudEvents to a loopback receiver, with and without
 //! 10% of the receivers hanging.
 //!
@@ -8,8 +8,6 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
-#[path = "exit_gate_support/compact_store.rs"]
-mod compact_store;
 #[path = "exit_gate_support/delivery.rs"]
 mod delivery;
 #[path = "../tests/exit_support/mod.rs"]
@@ -19,9 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pipewarden::engine::{Eligibility, EventKind, Policy, PolicyOptions};
+use pipewarden::exit::TombstoneCache;
 use pipewarden::exit::event::WorkflowFacts;
 use pipewarden::exit::gate::assess_with;
-use pipewarden::exit::tombstone::{ManualClock, Phase, Sighting, TombstoneCache};
+use pipewarden::exit::tombstone::{ManualClock, Phase, Sighting};
 use serde_json::{Value, json};
 
 /// Workflows per pass; each contributes the five events of Argo's stale-copy sequence.
@@ -29,20 +28,18 @@ const UIDS: usize = 2_000;
 const MIN_TIME: Duration = Duration::from_secs(2);
 const TOMBSTONES: usize = 1_000_000;
 const GOAL_EVENTS_PER_SECOND: f64 = 50_000.0;
-const GOAL_BYTES_PER_TOMBSTONE: f64 = 200.0;
 
 static DECISION_ERRORS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Set in the child processes that measure one store each (see [`bytes_per_tombstone`]).
-const MEASURE_ENV: &str = "PIPEWARDEN_BENCH_TOMBSTONE_STORE";
+const MEASURE_ENV: &str = "PIPEWARDEN_BENCH_MEASURE_TOMBSTONES";
 
 fn main() {
-    if let Ok(store) = std::env::var(MEASURE_ENV) {
-        println!("{}", measure_store(&store));
+    if std::env::var_os(MEASURE_ENV).is_some() {
+        println!("{}", measure_store());
         return;
     }
-    let moka_bytes = bytes_per_tombstone("moka");
-    let compact_bytes = bytes_per_tombstone("compact");
+    let moka_bytes = bytes_per_tombstone();
 
     let wasm = common::built_policy("kfp-default");
     let settings = common::read("policies/kfp-default/settings/kfp-2.17.0.json");
@@ -126,17 +123,6 @@ fn main() {
         "-".into(),
         "reported".into(),
         "-".into(),
-    ]);
-    rows.push(vec![
-        "-".into(),
-        "bytes per tombstone, compact store (before moka)".into(),
-        format!("{compact_bytes:.0} B"),
-        "-".into(),
-        "-".into(),
-        "-".into(),
-        "-".into(),
-        format!("<= {GOAL_BYTES_PER_TOMBSTONE:.0} B"),
-        verdict(compact_bytes <= GOAL_BYTES_PER_TOMBSTONE).into(),
     ]);
     common::print_table(
         &[
@@ -311,20 +297,20 @@ fn resident_bytes() -> f64 {
     kib * 1024.0
 }
 
-/// Bytes per tombstone of `store`, measured in a child process of its own, so that neither
-/// store reuses memory the other freed and wasmtime's pool is not reserved yet.
-fn bytes_per_tombstone(store: &str) -> f64 {
+/// Bytes per tombstone in moka, measured in a child process of its own, so that no memory freed
+/// earlier is reused and wasmtime's pool is not reserved yet.
+fn bytes_per_tombstone() -> f64 {
     let out = std::process::Command::new(std::env::current_exe().expect("this bench"))
-        .env(MEASURE_ENV, store)
+        .env(MEASURE_ENV, "1")
         .output()
         .expect("run the measuring child");
     let text = String::from_utf8_lossy(&out.stdout);
     text.trim()
         .parse()
-        .unwrap_or_else(|_| panic!("{store}: {text} {}", String::from_utf8_lossy(&out.stderr)))
+        .unwrap_or_else(|_| panic!("{text} {}", String::from_utf8_lossy(&out.stderr)))
 }
 
-fn measure_store(store: &str) -> f64 {
+fn measure_store() -> f64 {
     let uids: Vec<String> = (0..TOMBSTONES).map(uid).collect();
     let sighting = Sighting {
         resource_version: "110",
@@ -333,39 +319,18 @@ fn measure_store(store: &str) -> f64 {
         deleted: false,
     };
     let clock = Arc::new(ManualClock::default());
-    let before;
-    let after;
-    match store {
-        "moka" => {
-            let cache =
-                TombstoneCache::new(Duration::from_secs(1300), TOMBSTONES as u64 * 2, clock);
-            before = resident_bytes();
-            for uid in &uids {
-                cache.observe(uid, &sighting);
-            }
-            cache.settle();
-            assert_eq!(
-                cache.approx_len(),
-                TOMBSTONES as u64,
-                "every tombstone held"
-            );
-            after = resident_bytes();
-            std::hint::black_box(&cache);
-        }
-        _ => {
-            let cache = compact_store::CompactStore::new(
-                Duration::from_secs(1300),
-                TOMBSTONES as u64 * 2,
-                clock,
-            );
-            before = resident_bytes();
-            for uid in &uids {
-                cache.observe(uid, &sighting);
-            }
-            assert_eq!(cache.len(), TOMBSTONES as u64, "every tombstone held");
-            after = resident_bytes();
-            std::hint::black_box(&cache);
-        }
+    let cache = TombstoneCache::new(Duration::from_secs(1300), TOMBSTONES as u64 * 2, clock);
+    let before = resident_bytes();
+    for uid in &uids {
+        cache.observe(uid, &sighting);
     }
+    cache.settle();
+    assert_eq!(
+        cache.approx_len(),
+        TOMBSTONES as u64,
+        "every tombstone held"
+    );
+    let after = resident_bytes();
+    std::hint::black_box(&cache);
     (after - before) / TOMBSTONES as f64
 }
