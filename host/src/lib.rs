@@ -12,3 +12,6 @@ pub mod lease;
 pub mod logging;
 pub mod oci;
 pub mod swf;
+
+#[cfg(test)]
+mod testing;

@@ -595,3 +595,6 @@ async fn write_mark(
         .await?;
     Ok(written.metadata.resource_version)
 }
+
+#[cfg(test)]
+mod tests;

@@ -60,6 +60,38 @@ pub(crate) struct SwfLoop {
     not_rebuildable_said: std::sync::Mutex<event_limit::EventLimiter>,
 }
 
+impl SwfLoop {
+    /// The loop's shared state, and the task that creates its routine Events.
+    fn new(
+        ctx: &Context,
+        rebuild_policy: RebuildPolicy,
+        target: watch::Receiver<Option<String>>,
+        resync: Duration,
+    ) -> (SwfLoop, event_queue::EventDrain) {
+        let (events, event_drain) = event_queue::channel(ctx, event_queue::QUEUE_CAPACITY);
+        let swf_loop = SwfLoop {
+            resource: swf_resource(),
+            rebuild_policy,
+            target,
+            resync,
+            permits: adaptive::AdaptiveLimit::new(
+                ctx.concurrency,
+                ctx.metrics.scale.swf_concurrency_limit.clone(),
+            ),
+            own_writes: own_writes::OwnWrites::default(),
+            events,
+            failure_events: std::sync::Mutex::new(event_limit::EventLimiter::new(
+                event_limit::POLICY_FAILURE_EVENT_WINDOW,
+            )),
+            not_rebuildable_said: std::sync::Mutex::new(event_limit::EventLimiter::new(
+                Duration::MAX,
+            )),
+            ctx: ctx.clone(),
+        };
+        (swf_loop, event_drain)
+    }
+}
+
 /// Checks the arguments and marks the loop as not ready yet; the returned future runs it.
 /// None when the loop is turned off.
 pub fn prepare(
@@ -94,24 +126,13 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
         "starting the SWF loop"
     );
     let (target_tx, target_rx) = watch::channel(initial);
-    let (events, event_drain) = event_queue::channel(&ctx, event_queue::QUEUE_CAPACITY);
-    let swf_loop = Arc::new(SwfLoop {
-        resource: swf_resource(),
-        rebuild_policy: args.rebuild_policy,
-        target: target_rx.clone(),
-        resync: args.swf_resync,
-        permits: adaptive::AdaptiveLimit::new(
-            ctx.concurrency,
-            ctx.metrics.scale.swf_concurrency_limit.clone(),
-        ),
-        own_writes: own_writes::OwnWrites::default(),
-        events,
-        failure_events: std::sync::Mutex::new(event_limit::EventLimiter::new(
-            event_limit::POLICY_FAILURE_EVENT_WINDOW,
-        )),
-        not_rebuildable_said: std::sync::Mutex::new(event_limit::EventLimiter::new(Duration::MAX)),
-        ctx: ctx.clone(),
-    });
+    let (swf_loop, event_drain) = SwfLoop::new(
+        &ctx,
+        args.rebuild_policy,
+        target_rx.clone(),
+        args.swf_resync,
+    );
+    let swf_loop = Arc::new(swf_loop);
     let apis: Vec<Api<DynamicObject>> = if ctx.namespaces.is_empty() {
         vec![Api::all_with(ctx.client.clone(), &swf_loop.resource)]
     } else {

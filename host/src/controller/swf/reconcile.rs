@@ -236,3 +236,6 @@ pub fn log_failure(result: RunResult, server: &str) {
         Err(error) => tracing::warn!(%error, "SWF loop trouble"),
     }
 }
+
+#[cfg(test)]
+mod tests;

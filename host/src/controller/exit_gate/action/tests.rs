@@ -1,0 +1,478 @@
+//! One completion's action path against a scripted API server and a loopback receiver: the
+//! confirming read, the claim, the Event, the delivery and the mark, and what each fault at
+//! each step leads to.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use http::Method;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::{Origin, submit};
+use crate::controller::context::Context;
+use crate::controller::exit_gate::delivery::Delivery;
+use crate::controller::exit_gate::gate::{Gate, Limits, Queues, Task};
+use crate::controller::exit_gate::tracker::Tracker;
+use crate::controller::exit_gate::webhook::Webhook;
+use crate::controller::metrics::Metrics;
+use crate::controller::policy_handle::{LoadedPolicy, PolicyHandle};
+use crate::exit::TombstoneCache;
+use crate::exit::event::WorkflowFacts;
+use crate::exit::notification::NOTIFICATION_ANNOTATION;
+use crate::exit::outcome::Outcome;
+use crate::exit::tombstone::MonotonicClock;
+use crate::testing::default_policy;
+use crate::testing::fake_api::{FakeApi, status};
+
+const UID: &str = "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61";
+const PATH: &str = "/namespaces/team-a/workflows/nightly-etl";
+const STARTED: &str = "2026-08-04T01:00:00Z";
+
+/// A receiver that answers every POST with `status`, counting them.
+struct Receiver {
+    url: String,
+    posts: Arc<AtomicUsize>,
+    status: Arc<AtomicU16>,
+}
+
+impl Receiver {
+    async fn start(status: u16) -> Receiver {
+        let posts = Arc::new(AtomicUsize::new(0));
+        let answer = Arc::new(AtomicU16::new(status));
+        let (counted, answered) = (posts.clone(), answer.clone());
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::post(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let code = answered.load(Ordering::SeqCst);
+                async move { http::StatusCode::from_u16(code).unwrap() }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Receiver {
+            url,
+            posts,
+            status: answer,
+        }
+    }
+
+    fn posts(&self) -> usize {
+        self.posts.load(Ordering::SeqCst)
+    }
+}
+
+struct Harness {
+    api: FakeApi,
+    gate: Arc<Gate>,
+    tasks: mpsc::UnboundedReceiver<Task>,
+    metrics: Arc<Metrics>,
+    receiver: Receiver,
+}
+
+impl Harness {
+    async fn new(attempts: u32) -> Harness {
+        let api = FakeApi::new();
+        let metrics = Arc::new(Metrics::new());
+        let loaded = LoadedPolicy {
+            policy: default_policy(),
+            settings: "{}".into(),
+        };
+        let (_writer, may_write) = watch::channel(true);
+        let ctx = Context::new(
+            api.client(),
+            PolicyHandle::new(loaded, metrics.clone()),
+            metrics.clone(),
+            Vec::new(),
+            4,
+            may_write,
+        );
+        let receiver = Receiver::start(200).await;
+        let webhook = Webhook::new(&receiver.url).unwrap();
+        let (delivery, pools) = Delivery::new(webhook, 4, 16, metrics.clone());
+        tokio::spawn(pools.run());
+        let limits = Limits {
+            attempts,
+            retry_delay: Duration::from_millis(10),
+            retry_max_delay: Duration::from_millis(40),
+            catch_up: Duration::from_secs(3600),
+            give_up_after: Duration::from_secs(86_400),
+            webhook_timeout: Duration::from_secs(2),
+            event_source: "/pipewarden/test".into(),
+        };
+        let (delayed, _delayed) = mpsc::channel(16);
+        let (tasks_tx, tasks) = mpsc::unbounded_channel();
+        let tombstones = TombstoneCache::new(
+            Duration::from_secs(1300),
+            1000,
+            Arc::new(MonotonicClock::new()),
+        );
+        let gate = Gate::new(
+            ctx,
+            tombstones,
+            Tracker::new(Duration::from_secs(1300), 1000),
+            Some(delivery),
+            limits,
+            Queues {
+                delayed,
+                tasks: tasks_tx,
+            },
+        );
+        Harness {
+            api,
+            gate: Arc::new(gate),
+            tasks,
+            metrics,
+            receiver,
+        }
+    }
+
+    /// Hands the completion `seen` to the action path and waits for its outcome.
+    async fn complete(&mut self, seen: &Value) -> Outcome {
+        let facts = WorkflowFacts::read(seen).expect("a workflow");
+        let (tell, hear) = oneshot::channel();
+        if let Some(known) = submit(&self.gate, facts, Origin::Seen, Some(tell)).await {
+            return known;
+        }
+        let task = self.tasks.recv().await.expect("a task was started");
+        tokio::time::timeout(Duration::from_secs(20), task)
+            .await
+            .expect("the action path ends");
+        hear.await.expect("an outcome")
+    }
+
+    fn patches(&self) -> Vec<Value> {
+        self.api
+            .received()
+            .into_iter()
+            .filter(|r| r.method == Method::PATCH)
+            .map(|r| r.body)
+            .collect()
+    }
+
+    fn event_reasons(&self) -> Vec<String> {
+        self.api
+            .events()
+            .iter()
+            .map(|e| e["reason"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+}
+
+fn finished_now() -> String {
+    Timestamp::now().to_string()
+}
+
+/// The workflow as the API server has it: `phase` at `rv`, optionally with a mark.
+fn workflow(rv: &str, phase: &str, finished_at: &str, mark: Option<&str>) -> Value {
+    let mut annotations = serde_json::Map::new();
+    if let Some(mark) = mark {
+        annotations.insert(NOTIFICATION_ANNOTATION.into(), json!(mark));
+    }
+    json!({
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "nightly-etl", "namespace": "team-a", "uid": UID,
+                      "resourceVersion": rv, "annotations": annotations},
+        "spec": {"entrypoint": "main", "onExit": "notify"},
+        "status": {"phase": phase, "startedAt": STARTED, "finishedAt": finished_at}
+    })
+}
+
+fn key(phase: &str, finished_at: &str) -> String {
+    format!("{UID}/{STARTED}/{finished_at}/{phase}")
+}
+
+fn mark_of(patch: &Value) -> (&str, &str) {
+    (
+        patch["metadata"]["annotations"][NOTIFICATION_ANNOTATION]
+            .as_str()
+            .unwrap_or_default(),
+        patch["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default(),
+    )
+}
+
+#[tokio::test]
+async fn a_completion_is_confirmed_claimed_recorded_delivered_once_and_marked_sent() {
+    let mut h = Harness::new(3).await;
+    let at = finished_now();
+    let live = workflow("10", "Succeeded", &at, None);
+    h.api
+        .expect(Method::GET, PATH, 200, live.clone())
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("11", "Succeeded", &at, None),
+        )
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("12", "Succeeded", &at, None),
+        );
+    assert_eq!(h.complete(&live).await, Outcome::Sent);
+    h.api.assert_done();
+    let key = key("Succeeded", &at);
+    let patches = h.patches();
+    assert_eq!(
+        mark_of(&patches[0]),
+        (format!("pending/{key}").as_str(), "10")
+    );
+    assert_eq!(mark_of(&patches[1]), (format!("sent/{key}").as_str(), "11"));
+    assert_eq!(h.receiver.posts(), 1);
+    assert_eq!(h.event_reasons(), ["ExitNotification"]);
+}
+
+#[tokio::test]
+async fn a_claim_that_meets_a_conflict_reads_again_and_claims_at_the_new_version() {
+    let mut h = Harness::new(3).await;
+    let at = finished_now();
+    let live = workflow("10", "Succeeded", &at, None);
+    h.api
+        .expect(Method::GET, PATH, 200, live.clone())
+        .expect(
+            Method::PATCH,
+            PATH,
+            409,
+            status(409, "Conflict", "modified"),
+        )
+        .expect(
+            Method::GET,
+            PATH,
+            200,
+            workflow("13", "Succeeded", &at, None),
+        )
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("14", "Succeeded", &at, None),
+        )
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("15", "Succeeded", &at, None),
+        );
+    assert_eq!(h.complete(&live).await, Outcome::Sent);
+    h.api.assert_done();
+    let versions: Vec<String> = h
+        .patches()
+        .iter()
+        .map(|p| mark_of(p).1.to_owned())
+        .collect();
+    assert_eq!(versions, ["10", "13", "14"]);
+    assert_eq!(h.receiver.posts(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_read_costs_an_attempt_and_the_next_attempt_delivers() {
+    let mut h = Harness::new(3).await;
+    let at = finished_now();
+    let live = workflow("10", "Failed", &at, None);
+    h.api
+        .expect(
+            Method::GET,
+            PATH,
+            503,
+            status(503, "ServiceUnavailable", "busy"),
+        )
+        .expect(Method::GET, PATH, 200, live.clone())
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("11", "Failed", &at, None),
+        )
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("12", "Failed", &at, None),
+        );
+    assert_eq!(h.complete(&live).await, Outcome::Sent);
+    h.api.assert_done();
+    assert_eq!(h.receiver.posts(), 1);
+    let failures = h
+        .metrics
+        .exit_attempt_failures
+        .get_or_create(&crate::controller::metrics::StepLabel {
+            step: "read".into(),
+        })
+        .get();
+    assert_eq!(failures, 1);
+    assert_eq!(h.event_reasons(), ["ExitNotification"], "a warning: Failed");
+}
+
+#[tokio::test]
+async fn a_stale_event_the_api_server_does_not_confirm_writes_and_sends_nothing() {
+    let mut h = Harness::new(3).await;
+    let at = finished_now();
+    let seen = workflow("9", "Error", &at, None);
+    // The live workflow is running again (a retry): the event's completion is not confirmed.
+    let mut running = workflow("20", "Running", "", None);
+    running["status"]["finishedAt"] = Value::Null;
+    h.api.expect(Method::GET, PATH, 200, running);
+    assert_eq!(h.complete(&seen).await, Outcome::Unconfirmed);
+    h.api.assert_done();
+    assert!(h.patches().is_empty() && h.api.events().is_empty());
+    assert_eq!(h.receiver.posts(), 0);
+}
+
+#[tokio::test]
+async fn a_completion_already_marked_sent_is_not_sent_again() {
+    let mut h = Harness::new(3).await;
+    let at = finished_now();
+    let seen = workflow("10", "Succeeded", &at, None);
+    let mark = format!("sent/{}", key("Succeeded", &at));
+    h.api.expect(
+        Method::GET,
+        PATH,
+        200,
+        workflow("11", "Succeeded", &at, Some(&mark)),
+    );
+    assert_eq!(h.complete(&seen).await, Outcome::AlreadyNotified);
+    h.api.assert_done();
+    assert_eq!(h.receiver.posts(), 0);
+    // Settled: a later event of the same completion is answered from memory, with no read.
+    assert_eq!(h.complete(&seen).await, Outcome::AlreadyNotified);
+    h.api.assert_done();
+}
+
+#[tokio::test]
+async fn a_workflow_gone_without_a_delete_event_is_left_alone_after_three_reads() {
+    let mut h = Harness::new(5).await;
+    let at = finished_now();
+    let seen = workflow("10", "Succeeded", &at, None);
+    for _ in 0..3 {
+        h.api
+            .expect(Method::GET, PATH, 404, status(404, "NotFound", "gone"));
+    }
+    assert_eq!(h.complete(&seen).await, Outcome::Gone);
+    h.api.assert_done();
+    assert_eq!(h.receiver.posts(), 0);
+}
+
+#[tokio::test]
+async fn a_completion_older_than_the_catch_up_window_is_reported_and_marked_skipped() {
+    let mut h = Harness::new(3).await;
+    let at = (Timestamp::now() - SignedDuration::from_hours(3)).to_string();
+    let live = workflow("10", "Succeeded", &at, None);
+    h.api.expect(Method::GET, PATH, 200, live.clone()).expect(
+        Method::PATCH,
+        PATH,
+        200,
+        workflow("11", "Succeeded", &at, None),
+    );
+    assert_eq!(h.complete(&live).await, Outcome::SkippedOld);
+    h.api.assert_done();
+    let skipped = format!("skipped/{}", key("Succeeded", &at));
+    assert_eq!(mark_of(&h.patches()[0]).0, skipped);
+    assert_eq!(h.event_reasons(), ["ExitNotificationSkipped"]);
+    assert_eq!(h.receiver.posts(), 0);
+}
+
+#[tokio::test]
+async fn a_receiver_that_keeps_failing_is_given_up_with_a_failed_mark_and_a_warning() {
+    let mut h = Harness::new(2).await;
+    h.receiver.status.store(503, Ordering::SeqCst);
+    let at = finished_now();
+    let live = workflow("10", "Succeeded", &at, None);
+    let key = key("Succeeded", &at);
+    let pending = format!("pending/{key}");
+    h.api
+        .expect(Method::GET, PATH, 200, live.clone())
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("11", "Succeeded", &at, Some(&pending)),
+        )
+        // Giving up: the mark is written where the workflow still shows the claim.
+        .expect(
+            Method::GET,
+            PATH,
+            200,
+            workflow("11", "Succeeded", &at, Some(&pending)),
+        )
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("12", "Succeeded", &at, None),
+        );
+    assert_eq!(h.complete(&live).await, Outcome::GaveUp);
+    h.api.assert_done();
+    assert_eq!(h.receiver.posts(), 2, "one POST per attempt");
+    assert_eq!(
+        mark_of(&h.patches()[1]),
+        (format!("failed/{key}").as_str(), "11")
+    );
+    assert_eq!(
+        h.event_reasons(),
+        ["ExitNotification", "ExitNotificationFailed"]
+    );
+    assert_eq!(h.metrics.exit_gave_up.get(), 1);
+}
+
+#[tokio::test]
+async fn a_mark_that_meets_a_conflict_is_written_again_while_the_claim_is_ours() {
+    let mut h = Harness::new(3).await;
+    let at = finished_now();
+    let live = workflow("10", "Succeeded", &at, None);
+    let key = key("Succeeded", &at);
+    let pending = format!("pending/{key}");
+    h.api
+        .expect(Method::GET, PATH, 200, live.clone())
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("11", "Succeeded", &at, Some(&pending)),
+        )
+        .expect(
+            Method::PATCH,
+            PATH,
+            409,
+            status(409, "Conflict", "modified"),
+        )
+        .expect(
+            Method::GET,
+            PATH,
+            200,
+            workflow("16", "Succeeded", &at, Some(&pending)),
+        )
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("17", "Succeeded", &at, None),
+        );
+    assert_eq!(h.complete(&live).await, Outcome::Sent);
+    h.api.assert_done();
+    let marks: Vec<(String, String)> = h
+        .patches()
+        .iter()
+        .map(|p| {
+            let (mark, rv) = mark_of(p);
+            (mark.to_owned(), rv.to_owned())
+        })
+        .collect();
+    let sent = format!("sent/{key}");
+    assert_eq!(
+        marks,
+        [
+            (pending.clone(), "10".into()),
+            (sent.clone(), "11".into()),
+            (sent, "16".into())
+        ]
+    );
+    assert_eq!(h.receiver.posts(), 1, "delivered once");
+}

@@ -1,0 +1,250 @@
+//! The reconcile's steps against a scripted API server: what it writes, with which
+//! resourceVersion, and what it does on a conflict, a deleted SWF, an error or a throttle.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::Method;
+use kube::api::DynamicObject;
+use kube::runtime::controller::Action;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::reconcile;
+use crate::controller::context::Context;
+use crate::controller::metrics::{Metrics, OutcomeLabel};
+use crate::controller::policy_handle::{LoadedPolicy, PolicyHandle};
+use crate::controller::swf::SwfLoop;
+use crate::controller::swf::packed::PackedSwf;
+use crate::engine::RebuildPolicy;
+use crate::testing::fake_api::{FakeApi, status};
+use crate::testing::{data, default_policy, default_settings};
+
+const RESYNC: Duration = Duration::from_secs(600);
+const PATH: &str = "/namespaces/kubeflow-user-example-com/scheduledworkflows/dailyechox7k2p";
+
+struct Harness {
+    api: FakeApi,
+    metrics: Arc<Metrics>,
+    swf_loop: Arc<SwfLoop>,
+}
+
+impl Harness {
+    fn new(rebuild_policy: RebuildPolicy, may_write: bool) -> Harness {
+        let api = FakeApi::new();
+        let metrics = Arc::new(Metrics::new());
+        let settings = default_settings();
+        let loaded = LoadedPolicy {
+            policy: default_policy().with_settings(&settings),
+            settings,
+        };
+        let (_writer, may_write) = watch::channel(may_write);
+        let ctx = Context::new(
+            api.client(),
+            PolicyHandle::new(loaded, metrics.clone()),
+            metrics.clone(),
+            Vec::new(),
+            4,
+            may_write,
+        );
+        let (_target, target) = watch::channel(Some("2.17.0".to_owned()));
+        let (swf_loop, _events) = SwfLoop::new(&ctx, rebuild_policy, target, RESYNC);
+        Harness {
+            api,
+            metrics,
+            swf_loop: Arc::new(swf_loop),
+        }
+    }
+
+    async fn reconcile(&self, swf: &Value) -> Result<Action, super::SwfError> {
+        let object: DynamicObject = serde_json::from_value(swf.clone()).expect("an SWF object");
+        let packed = Arc::new(PackedSwf::pack(object).expect("packs"));
+        reconcile(packed, self.swf_loop.clone()).await
+    }
+
+    fn writes(&self, outcome: &str) -> u64 {
+        count(&self.metrics.swf_writes, outcome)
+    }
+
+    fn decisions(&self, outcome: &str) -> u64 {
+        count(&self.metrics.swf_decisions, outcome)
+    }
+
+    /// The Events created, by reason.
+    fn event_reasons(&self) -> Vec<String> {
+        self.api
+            .events()
+            .iter()
+            .map(|event| event["reason"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+}
+
+fn count(
+    family: &prometheus_client::metrics::family::Family<
+        OutcomeLabel,
+        prometheus_client::metrics::counter::Counter,
+    >,
+    outcome: &str,
+) -> u64 {
+    family
+        .get_or_create(&OutcomeLabel {
+            outcome: outcome.to_owned(),
+        })
+        .get()
+}
+
+/// An SWF as the API server returns it, at `rv`.
+fn live(fixture: &str, rv: &str) -> Value {
+    let mut swf = data(fixture);
+    swf["metadata"]["uid"] = json!("6a1c0b2e-5d4f-4e3a-9b8c-7d6e5f4a3b2c");
+    swf["metadata"]["resourceVersion"] = json!(rv);
+    swf
+}
+
+/// What a metadata-only PATCH answers.
+fn written(rv: &str) -> Value {
+    json!({
+        "apiVersion": "meta.k8s.io/v1",
+        "kind": "PartialObjectMetadata",
+        "metadata": {"name": "dailyechox7k2p", "namespace": "kubeflow-user-example-com",
+                      "resourceVersion": rv}
+    })
+}
+
+fn conflict() -> Value {
+    status(409, "Conflict", "the object has been modified")
+}
+
+#[tokio::test]
+async fn a_stale_swf_is_rebuilt_by_one_patch_preconditioned_on_the_version_it_was_planned_from() {
+    let h = Harness::new(RebuildPolicy::Always, true);
+    h.api.expect(Method::PATCH, PATH, 200, written("101"));
+    let action = h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
+    h.api.assert_done();
+    assert_eq!(action, Action::requeue(RESYNC));
+    let patch = &h.api.received()[0].body;
+    assert_eq!(patch["metadata"]["resourceVersion"], "100");
+    assert!(patch["spec"]["workflow"]["spec"].is_string(), "{patch}");
+    assert!(
+        patch.pointer("/spec/trigger").is_none() && patch.get("status").is_none(),
+        "only the workflow and stamps are written: {patch}"
+    );
+    assert_eq!((h.writes("ok"), h.decisions("rebuild")), (1, 1));
+}
+
+#[tokio::test]
+async fn a_conflict_is_read_again_planned_again_and_written_with_the_new_version() {
+    let h = Harness::new(RebuildPolicy::Always, true);
+    h.api
+        .expect(Method::PATCH, PATH, 409, conflict())
+        .expect(Method::GET, PATH, 200, live("swf/kfp-2.3.yaml", "105"))
+        .expect(Method::PATCH, PATH, 200, written("106"));
+    h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
+    h.api.assert_done();
+    let versions: Vec<Value> = h
+        .api
+        .received()
+        .iter()
+        .filter(|r| r.method == Method::PATCH)
+        .map(|r| r.body["metadata"]["resourceVersion"].clone())
+        .collect();
+    assert_eq!(versions, [json!("100"), json!("105")]);
+    assert_eq!((h.writes("conflict"), h.writes("ok")), (1, 1));
+}
+
+#[tokio::test]
+async fn conflicts_every_time_end_after_the_attempt_budget_with_one_warning() {
+    let h = Harness::new(RebuildPolicy::Always, true);
+    for attempt in 0..super::MAX_WRITE_ATTEMPTS {
+        h.api.expect(Method::PATCH, PATH, 409, conflict());
+        if attempt + 1 < super::MAX_WRITE_ATTEMPTS {
+            let rv = (101 + attempt).to_string();
+            h.api
+                .expect(Method::GET, PATH, 200, live("swf/kfp-2.3.yaml", &rv));
+        }
+    }
+    let action = h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
+    h.api.assert_done();
+    assert_eq!(action, Action::requeue(RESYNC));
+    assert_eq!(h.writes("conflict"), u64::from(super::MAX_WRITE_ATTEMPTS));
+    assert_eq!(h.decisions("conflicts-exhausted"), 1);
+    assert_eq!(h.event_reasons(), ["ConflictsExhausted"]);
+}
+
+#[tokio::test]
+async fn an_swf_deleted_meanwhile_is_never_recreated() {
+    let h = Harness::new(RebuildPolicy::Always, true);
+    h.api.expect(Method::PATCH, PATH, 409, conflict()).expect(
+        Method::GET,
+        PATH,
+        404,
+        status(404, "NotFound", "gone"),
+    );
+    let action = h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
+    h.api.assert_done();
+    assert_eq!(action, Action::await_change());
+    assert_eq!(h.decisions("gone"), 1);
+
+    let h = Harness::new(RebuildPolicy::Always, true);
+    h.api
+        .expect(Method::PATCH, PATH, 404, status(404, "NotFound", "gone"));
+    let action = h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
+    h.api.assert_done();
+    assert_eq!(action, Action::await_change());
+    assert_eq!(h.writes("gone"), 1);
+}
+
+#[tokio::test]
+async fn a_refused_write_is_reported_with_the_servers_words_and_retried_later() {
+    let h = Harness::new(RebuildPolicy::Always, true);
+    let refusal = status(500, "InternalError", "etcdserver: request timed out");
+    h.api.expect(Method::PATCH, PATH, 500, refusal);
+    let error = h
+        .reconcile(&live("swf/kfp-2.3.yaml", "100"))
+        .await
+        .unwrap_err();
+    h.api.assert_done();
+    assert!(error.to_string().contains("request timed out"), "{error}");
+    assert_eq!((h.writes("error"), h.decisions("write-failed")), (1, 1));
+    assert_eq!(h.event_reasons(), ["WriteFailed"]);
+    let note = h.api.events()[0]["note"].as_str().unwrap().to_owned();
+    assert!(note.contains("etcdserver: request timed out"), "{note}");
+}
+
+#[tokio::test]
+async fn a_throttled_write_slows_the_loop_and_comes_back_after_retry_after() {
+    let h = Harness::new(RebuildPolicy::Always, true);
+    let mut throttled = status(429, "TooManyRequests", "slow down");
+    throttled["details"] = json!({"retryAfterSeconds": 3});
+    h.api.expect(Method::PATCH, PATH, 429, throttled);
+    let action = h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
+    h.api.assert_done();
+    assert_eq!(h.writes("throttled"), 1);
+    assert_ne!(action, Action::requeue(RESYNC), "sooner than the resync");
+}
+
+#[tokio::test]
+async fn nothing_is_asked_of_the_api_server_when_nothing_is_to_be_written() {
+    // KFP 2.17's own compile of the same pipeline: up to date.
+    let h = Harness::new(RebuildPolicy::Always, true);
+    h.reconcile(&live("swf/kfp-2.17.yaml", "100"))
+        .await
+        .unwrap();
+    h.api.assert_done();
+    assert!(h.api.received().is_empty());
+    assert_eq!(h.decisions("up-to-date"), 1);
+
+    // Under disable, a stale one is reported, not written.
+    let h = Harness::new(RebuildPolicy::Disable, true);
+    h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
+    h.api.assert_done();
+    assert!(h.api.received().is_empty());
+    assert_eq!(h.decisions("would-rebuild"), 1);
+
+    // A replica that may not write does not even decide.
+    let h = Harness::new(RebuildPolicy::Always, false);
+    h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
+    h.api.assert_done();
+    assert_eq!(h.decisions("rebuild") + h.decisions("up-to-date"), 0);
+}
