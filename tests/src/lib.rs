@@ -17,13 +17,16 @@ pub mod binaries;
 mod control_plane;
 pub mod crds;
 pub mod credentials;
+pub mod deploy_support;
 mod etcd;
+pub mod exit_support;
 pub mod intercept;
 mod objects;
 pub mod registry;
 pub mod repo;
 pub mod resources;
 pub mod supervise;
+pub mod swf_support;
 pub mod wait;
 
 pub use binaries::Binaries;

@@ -11,8 +11,8 @@ use pipewarden::config::read_settings;
 use pipewarden::engine::{Policy, PolicyOptions, RenderContext};
 use serde::{Deserialize, Serialize};
 
-use crate::swf_support::*;
 use crate::{jobs, rss, upstream};
+use pipewarden_tests::swf_support::*;
 
 pub const ROLE: &str = "PIPEWARDEN_BENCH_ROLE";
 const KUBECONFIG: &str = "PIPEWARDEN_BENCH_KUBECONFIG";

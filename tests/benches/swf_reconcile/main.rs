@@ -9,8 +9,6 @@
 
 mod child;
 mod rss;
-#[path = "../../e2e/swf_support/mod.rs"]
-mod swf_support;
 mod upstream;
 
 use std::time::Instant;
@@ -18,7 +16,7 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, ensure};
 use futures::{StreamExt as _, TryStreamExt as _};
 use kube::api::{DynamicObject, PostParams};
-use swf_support::*;
+use pipewarden_tests::swf_support::*;
 
 /// Resync passes pipewarden's restart run measures (the first is the restart itself).
 const RESTART_PASSES: usize = 3;

@@ -1,0 +1,208 @@
+//! Least privilege: the base RBAC lists exactly the verbs the controller uses; a controller
+//! running on its ServiceAccount's own token (not admin), with leader election, rebuilds a KFP
+//! 2.3 SWF and sends one exit notification; with `patch` on scheduledworkflows taken away, the
+//! rebuild fails and says so, naming the verb and the resource.
+
+// Only its receiver and workflow helpers are used here.
+#[allow(unused_imports)]
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{Context as _, Result, ensure};
+use kube::ResourceExt as _;
+use kube::api::DynamicObject;
+use pipewarden_tests::deploy_support::*;
+use pipewarden_tests::{service_account_token, shared};
+
+/// (API group, resource) -> verbs, as the controller's code uses them.
+fn expected_cluster_rules() -> BTreeMap<(String, String), BTreeSet<String>> {
+    let rules: [(&str, &str, &[&str]); 3] = [
+        (
+            "kubeflow.org",
+            "scheduledworkflows",
+            &["get", "list", "watch", "patch"],
+        ),
+        (
+            "argoproj.io",
+            "workflows",
+            &["get", "list", "watch", "patch"],
+        ),
+        ("events.k8s.io", "events", &["create", "patch"]),
+    ];
+    rules
+        .iter()
+        .map(|(group, resource, verbs)| {
+            let verbs = verbs.iter().map(|v| v.to_string()).collect();
+            ((group.to_string(), resource.to_string()), verbs)
+        })
+        .collect()
+}
+
+/// A role's rules flattened to (group, resource) -> verbs; fails on any wildcard.
+fn rules_of(role: &DynamicObject) -> Result<BTreeMap<(String, String), BTreeSet<String>>> {
+    let strings = |value: &serde_json::Value| -> Vec<String> {
+        let items = value.as_array().into_iter().flatten();
+        items
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect()
+    };
+    let mut flat: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for rule in role.data["rules"].as_array().context("no rules")? {
+        let (groups, resources) = (strings(&rule["apiGroups"]), strings(&rule["resources"]));
+        let verbs = strings(&rule["verbs"]);
+        let all = groups.iter().chain(&resources).chain(&verbs);
+        ensure!(all.clone().all(|s| !s.contains('*')), "wildcard in {rule}");
+        for group in &groups {
+            for resource in &resources {
+                let key = (group.clone(), resource.clone());
+                flat.entry(key).or_default().extend(verbs.iter().cloned());
+            }
+        }
+    }
+    Ok(flat)
+}
+
+#[test]
+fn the_roles_grant_exactly_the_verbs_the_controller_uses() -> Result<()> {
+    let rbac = base_file("rbac.yaml")?;
+    ensure!(rules_of(one_of(&rbac, "ClusterRole")?)? == expected_cluster_rules());
+    let leases = rules_of(one_of(&rbac, "Role")?)?;
+    let key = ("coordination.k8s.io".to_string(), "leases".to_string());
+    let verbs: BTreeSet<String> = ["get", "create", "update"].map(String::from).into();
+    ensure!(leases == BTreeMap::from([(key, verbs)]), "{leases:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_account_runs_both_loops_and_a_missing_verb_is_named() -> Result<()> {
+    let control_plane = shared().await?;
+    let admin = control_plane.client()?;
+    let namespace = control_plane.ns().await?;
+    let rbac = base_rbac(&namespace)?;
+    apply(&admin, &rbac, false).await?;
+    let token = service_account_token(&admin, &namespace, "pipewarden").await?;
+    let account = control_plane.client_for_token("pipewarden", &token).await?;
+    check_access(&account, &namespace).await?;
+
+    let receiver = pipewarden_tests::exit_support::Receiver::start().await?;
+    let mut flags = base_flags(&namespace);
+    flags.extend(leader_flags(&namespace, "pipewarden", "only", 15));
+    flags.push(receiver.flag());
+    let replica = start_replica(account.clone(), &flags).await?;
+    wait_for("the replica to lead", || leads(&replica)).await?;
+
+    // SWF loop: a KFP 2.3 SWF is rebuilt for the target and stamped.
+    pipewarden_tests::swf_support::seed(&admin, &namespace, "kfp-2.3", "daily", 1).await?;
+    let namespaces = [namespace.clone()];
+    pipewarden_tests::swf_support::wait_for_all(&admin, &namespaces, "the SWF stamped", |swf| {
+        pipewarden_tests::swf_support::stamped_version(swf) == Some(TARGET)
+            && pipewarden_tests::swf_support::driver_images(swf)
+                .is_ok_and(|images| images.iter().all(|i| i.ends_with(":2.17.0")))
+    })
+    .await?;
+
+    // Exit gate: a workflow completes; one Event and one webhook delivery.
+    let api = pipewarden_tests::exit_support::workflows(&admin, &namespace);
+    let submitted = pipewarden_tests::exit_support::submit(&api, "nightly").await?;
+    let running =
+        pipewarden_tests::exit_support::set_phase(&api, &submitted, "Running", None).await?;
+    let finished = pipewarden_tests::exit_support::timestamp(0);
+    let done =
+        pipewarden_tests::exit_support::set_phase(&api, &running, "Succeeded", Some(&finished))
+            .await?;
+    let key = pipewarden_tests::exit_support::completion_key(&done)?;
+    pipewarden_tests::exit_support::wait_for_sent(&api, "nightly", &key).await?;
+    ensure!(
+        receiver.per_key() == BTreeMap::from([(key, 1)]),
+        "{:?}",
+        receiver.per_key()
+    );
+    let events = pipewarden_tests::exit_support::notification_events(&admin, &namespace).await?;
+    let uid = done.uid().unwrap_or_default();
+    ensure!(events == BTreeMap::from([(uid, 1)]), "{events:?}");
+
+    // Take `patch` on scheduledworkflows away; wait until the authorizer says so.
+    let role = one_of(&rbac, "ClusterRole")?;
+    let reduced = without_verb(role, "scheduledworkflows", "patch")?;
+    apply(&admin, &[reduced], false).await?;
+    let patch_swfs = Access {
+        group: "kubeflow.org",
+        resource: "scheduledworkflows",
+        verb: "patch",
+        namespace: &namespace,
+    };
+    pipewarden_tests::wait::until("patch to be denied", WAIT, || async {
+        Ok((!allowed(&account, patch_swfs).await?).then_some(()))
+    })
+    .await?;
+
+    pipewarden_tests::swf_support::seed(&admin, &namespace, "kfp-2.3", "weekly", 1).await?;
+    let note =
+        pipewarden_tests::swf_support::event_note(&admin, &namespace, "weekly-0", "WriteFailed")
+            .await?;
+    println!("WriteFailed Event: {note}");
+    ensure!(note.contains("forbidden"), "{note}");
+    ensure!(
+        note.contains(r#"cannot patch resource "scheduledworkflows""#),
+        "{note}"
+    );
+    let weekly = pipewarden_tests::swf_support::list(&admin, &namespace).await?;
+    let weekly = weekly
+        .iter()
+        .find(|s| s.name_any() == "weekly-0")
+        .context("weekly-0")?;
+    ensure!(
+        pipewarden_tests::swf_support::stamped_version(weekly).is_none(),
+        "written anyway"
+    );
+    let failed = scrape(
+        replica.http_addr,
+        r#"pipewarden_swf_decisions_total{outcome="write-failed"}"#,
+    )
+    .await?;
+    ensure!(failed >= 1.0, "write-failed decisions: {failed}");
+    replica.shutdown().await;
+    Ok(())
+}
+
+/// The ServiceAccount may do what its roles list, in the controller's namespace, and nothing
+/// beyond it.
+async fn check_access(account: &kube::Client, namespace: &str) -> Result<()> {
+    let mut granted = expected_cluster_rules();
+    let leases = ("coordination.k8s.io".to_string(), "leases".to_string());
+    granted.insert(leases, ["get", "create", "update"].map(String::from).into());
+    for ((group, resource), verbs) in &granted {
+        for verb in verbs {
+            let access = Access {
+                group,
+                resource,
+                verb,
+                namespace,
+            };
+            ensure!(allowed(account, access).await?, "denied {access:?}");
+        }
+    }
+    let denied = [
+        ("kubeflow.org", "scheduledworkflows", "create", namespace),
+        ("kubeflow.org", "scheduledworkflows", "update", namespace),
+        ("kubeflow.org", "scheduledworkflows", "delete", namespace),
+        ("argoproj.io", "workflows", "create", namespace),
+        ("argoproj.io", "workflows", "delete", namespace),
+        ("events.k8s.io", "events", "delete", namespace),
+        ("coordination.k8s.io", "leases", "delete", namespace),
+        ("coordination.k8s.io", "leases", "get", "default"),
+        ("", "secrets", "get", namespace),
+        ("", "configmaps", "list", namespace),
+        ("", "pods", "list", namespace),
+        ("", "namespaces", "list", ""),
+    ];
+    for (group, resource, verb, namespace) in denied {
+        let access = Access {
+            group,
+            resource,
+            verb,
+            namespace,
+        };
+        ensure!(!allowed(account, access).await?, "allowed {access:?}");
+    }
+    Ok(())
+}

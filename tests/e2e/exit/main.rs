@@ -1,0 +1,8 @@
+//! End-to-end tests of the exit gate on the local control plane: one notification per
+//! completion, restarts, load, faults at every step of the action path, and delivery.
+
+mod delivery;
+mod faults;
+mod gate;
+mod load;
+mod restart;
