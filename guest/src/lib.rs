@@ -89,6 +89,18 @@ pub fn not_rebuildable(reason: &str) -> String {
     format!("{NOT_REBUILDABLE_PREFIX}{reason}")
 }
 
+/// How a policy says it cannot compile for the target version (a KFP release it does not
+/// support, or an unknown version): a `should-rebuild` skip reason or a `render-swf` error that
+/// starts with this. The host writes nothing for any SWF under that target, reports
+/// `UnsupportedTarget` once per SWF, and says in `pipewarden_target_info` that the target is
+/// not supported; the WIT contract is unchanged.
+pub const UNSUPPORTED_TARGET_PREFIX: &str = "unsupported-target: ";
+
+/// `reason` marked with [`UNSUPPORTED_TARGET_PREFIX`].
+pub fn unsupported_target(reason: &str) -> String {
+    format!("{UNSUPPORTED_TARGET_PREFIX}{reason}")
+}
+
 /// Exports a type implementing [`Policy`] as the component's `policy` world.
 ///
 /// Invoke it once, in the crate that is built into the `.wasm` (a `cdylib`); a library meant to

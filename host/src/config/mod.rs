@@ -23,5 +23,5 @@ pub use policy::PolicyArgs;
 pub use run::RunArgs;
 pub use settings::{Settings, read_settings, split_budget};
 pub use shard::Shard;
-pub use swf::SwfArgs;
+pub use swf::{CompileAs, SwfArgs};
 pub use test::{TestArgs, TestOutput};

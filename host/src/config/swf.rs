@@ -30,9 +30,53 @@ pub struct SwfArgs {
     /// How often to ask the KFP apiserver for its version.
     #[arg(long, env = "PIPEWARDEN_KFP_API_POLL", default_value = "60s", value_parser = humantime_secs)]
     pub kfp_api_poll: Duration,
+    /// A version the KFP apiserver reports (a distribution's own string) and the KFP release to
+    /// compile for when it does: `REPORTED=RELEASE`, comma-separated, e.g.
+    /// `2.16.1-acme.3=2.16.1`. A version not listed is taken as it is; nothing is guessed.
+    #[arg(long, env = "PIPEWARDEN_COMPILE_AS", value_delimiter = ',', value_parser = CompileAs::parse)]
+    pub compile_as: Vec<CompileAs>,
     /// How often every SWF is reconciled again, changed or not.
     #[arg(long, env = "PIPEWARDEN_SWF_RESYNC", default_value = "10m", value_parser = humantime_secs)]
     pub swf_resync: Duration,
+}
+
+/// One `REPORTED=RELEASE` mapping of `--compile-as`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileAs {
+    pub reported: String,
+    pub release: String,
+}
+
+impl CompileAs {
+    pub fn parse(text: &str) -> Result<CompileAs, String> {
+        let (reported, release) = text.split_once('=').ok_or_else(|| {
+            format!("{text:?} is not REPORTED=RELEASE, e.g. 2.16.1-acme.3=2.16.1")
+        })?;
+        let (reported, release) = (reported.trim(), release.trim());
+        if reported.is_empty() || release.is_empty() {
+            return Err(format!("{text:?}: both sides of = must be versions"));
+        }
+        Ok(CompileAs {
+            reported: reported.to_owned(),
+            release: release.to_owned(),
+        })
+    }
+
+    /// The version to render for when `reported` is the target: its mapping, or itself.
+    pub fn apply(mappings: &[CompileAs], reported: Option<String>) -> Option<String> {
+        let reported = reported?;
+        match mappings.iter().find(|m| m.reported == reported) {
+            Some(mapping) => {
+                tracing::info!(
+                    reported,
+                    release = mapping.release,
+                    "target mapped by --compile-as"
+                );
+                Some(mapping.release.clone())
+            }
+            None => Some(reported),
+        }
+    }
 }
 
 impl SwfArgs {
@@ -76,6 +120,27 @@ mod tests {
             error.contains("valid values are: disable, always, on-version-change"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn compile_as_maps_only_the_versions_it_names() {
+        let cli = Cli::try_parse_from([
+            "pipewarden",
+            "--compile-as=2.16.1-acme.3=2.16.1, 2.17.0-acme.1=2.17.0",
+        ])
+        .unwrap();
+        let mappings = &cli.swf.compile_as;
+        assert_eq!(mappings.len(), 2);
+        let mapped = |v: &str| super::CompileAs::apply(mappings, Some(v.to_owned()));
+        assert_eq!(mapped("2.16.1-acme.3").as_deref(), Some("2.16.1"));
+        assert_eq!(mapped("2.18.0-acme.1").as_deref(), Some("2.18.0-acme.1"));
+        assert_eq!(super::CompileAs::apply(mappings, None), None);
+        for bad in ["2.16.1", "=2.16.1", "2.16.1-acme="] {
+            assert!(
+                Cli::try_parse_from(["pipewarden", "--compile-as", bad]).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

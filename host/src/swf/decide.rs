@@ -5,9 +5,9 @@ use serde_json::Value;
 
 use super::diff::{Change, semantic_diff};
 pub use super::outcome::SwfOutcome;
-use super::{STAMP_ANNOTATIONS, not_rebuildable_reason, read_stamps};
+use super::{STAMP_ANNOTATIONS, not_rebuildable_reason, read_stamps, unsupported_target_reason};
 use crate::engine::{
-    Policy, PolicyError, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext,
+    Export, Policy, PolicyError, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext,
 };
 
 /// What the render context holds for every SWF in a pass.
@@ -35,6 +35,12 @@ pub fn decide(
     };
     let reason = match policy.should_rebuild(&input)? {
         RebuildDecision::Rebuild(reason) => reason,
+        RebuildDecision::Skip(reason) if unsupported_target_reason(&reason).is_some() => {
+            let reason = unsupported_target_reason(&reason)
+                .unwrap_or_default()
+                .to_owned();
+            return Ok(SwfOutcome::UnsupportedTarget { reason });
+        }
         RebuildDecision::Skip(reason) if not_rebuildable_reason(&reason).is_some() => {
             let reason = not_rebuildable_reason(&reason)
                 .unwrap_or_default()
@@ -45,7 +51,10 @@ pub fn decide(
             return Ok(SwfOutcome::Skipped { reason });
         }
         RebuildDecision::Skip(reason) => {
-            let (_, changes) = render_and_diff(policy, &live_json, live, target)?;
+            let (_, changes) = match render_and_diff(policy, &live_json, live, target) {
+                Err(error) => return as_unsupported_target(error),
+                Ok(rendered) => rendered,
+            };
             return Ok(if changes.is_empty() {
                 SwfOutcome::Skipped { reason }
             } else {
@@ -53,7 +62,10 @@ pub fn decide(
             });
         }
     };
-    let (desired, changes) = render_and_diff(policy, &live_json, live, target)?;
+    let (desired, changes) = match render_and_diff(policy, &live_json, live, target) {
+        Err(error) => return as_unsupported_target(error),
+        Ok(rendered) => rendered,
+    };
     Ok(if changes.is_empty() {
         SwfOutcome::UpToDate { reason }
     } else {
@@ -63,6 +75,22 @@ pub fn decide(
             changes,
         }
     })
+}
+
+/// A render the policy refused for the target is that outcome; any other error stays one.
+fn as_unsupported_target(error: PolicyError) -> Result<SwfOutcome, PolicyError> {
+    match &error {
+        PolicyError::Guest {
+            export: Export::RenderSwf,
+            message,
+        } => match unsupported_target_reason(message) {
+            Some(reason) => Ok(SwfOutcome::UnsupportedTarget {
+                reason: reason.to_owned(),
+            }),
+            None => Err(error),
+        },
+        _ => Err(error),
+    }
 }
 
 fn render_and_diff(

@@ -36,6 +36,16 @@ pub fn not_rebuildable_reason(text: &str) -> Option<&str> {
     text.strip_prefix(NOT_REBUILDABLE_PREFIX)
 }
 
+/// How a policy says it cannot compile for the target version (a release it does not support,
+/// or none known): a `should-rebuild` skip reason or a `render-swf` error starting with it.
+/// Nothing is written for such a target; the SDK writes the same prefix.
+pub const UNSUPPORTED_TARGET_PREFIX: &str = "unsupported-target: ";
+
+/// The reason a policy gave for not compiling for the target, when `text` is so marked.
+pub fn unsupported_target_reason(text: &str) -> Option<&str> {
+    text.strip_prefix(UNSUPPORTED_TARGET_PREFIX)
+}
+
 /// Env var an operator sets to choose the rebuild policy.
 pub const REBUILD_POLICY_ENV: &str = "ML_PIPELINE_SCHEDULEDRUNS_REBUILDPOLICY";
 

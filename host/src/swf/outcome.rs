@@ -16,6 +16,9 @@ pub enum SwfOutcome {
     /// The policy cannot rebuild this SWF (no pipeline to recompile) and there is no last good
     /// render to put back: it is left as it is.
     NotRebuildable { reason: String },
+    /// The policy cannot compile for the target version: nothing is written for any SWF
+    /// until the target changes (no render, no restore).
+    UnsupportedTarget { reason: String },
     /// Rebuilt, and the render equals the live object: nothing to write.
     UpToDate { reason: String },
     /// Rebuilt, and the render differs: write `desired` (spec and annotations, the last good
@@ -70,6 +73,7 @@ impl SwfOutcome {
         match self {
             SwfOutcome::Skipped { .. } => "skip",
             SwfOutcome::NotRebuildable { .. } => "not-rebuildable",
+            SwfOutcome::UnsupportedTarget { .. } => "unsupported-target",
             SwfOutcome::UpToDate { .. } => "up-to-date",
             SwfOutcome::Rebuild { .. } => "rebuild",
             SwfOutcome::Restore { .. } => "restored",
@@ -96,6 +100,9 @@ impl SwfOutcome {
             | SwfOutcome::WouldRebuild { reason, .. } => reason.clone(),
             SwfOutcome::NotRebuildable { reason } => {
                 format!("{}; left as it is.", reason.trim_end_matches('.'))
+            }
+            SwfOutcome::UnsupportedTarget { reason } => {
+                format!("{}; nothing is written.", reason.trim_end_matches('.'))
             }
             SwfOutcome::WouldRestore { render_error, .. } => format!(
                 "{render_error}; rebuild policy is disable, so the last good render is not \
@@ -139,6 +146,7 @@ impl SwfOutcome {
                 return None;
             }
             SwfOutcome::NotRebuildable { .. } => (Severity::Normal, "NotRebuildable"),
+            SwfOutcome::UnsupportedTarget { .. } => (Severity::Warning, "UnsupportedTarget"),
             SwfOutcome::Rebuild { .. } => (Severity::Normal, "Rebuilt"),
             SwfOutcome::Restore { .. } => (Severity::Warning, "RestoredFromLastGoodRender"),
             SwfOutcome::WouldRebuild { .. } => (Severity::Normal, "WouldRebuild"),
@@ -161,6 +169,15 @@ impl SwfOutcome {
             SwfOutcome::Failed { export, kind, .. } => Some((*export, kind)),
             _ => None,
         }
+    }
+
+    /// Said once per SWF and reason (its Event and log line); it stays so until the SWF or the
+    /// target changes.
+    pub fn said_once(&self) -> bool {
+        matches!(
+            self,
+            SwfOutcome::NotRebuildable { .. } | SwfOutcome::UnsupportedTarget { .. }
+        )
     }
 
     /// Nothing to do: logged at debug level, on every resync.

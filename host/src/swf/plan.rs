@@ -60,6 +60,7 @@ pub fn plan(policy: &Policy, live: &Value, target: &RenderTarget) -> SwfOutcome 
     // today's target and settings.
     let desired = match decide(policy, &candidate, target) {
         Ok(SwfOutcome::Rebuild { desired, .. }) => desired,
+        Ok(unsupported @ SwfOutcome::UnsupportedTarget { .. }) => return unsupported,
         Ok(_) => candidate,
         Err(error) => {
             let kind = error.kind();

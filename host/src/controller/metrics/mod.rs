@@ -34,6 +34,14 @@ pub struct WatchLabel {
     pub watch: String,
 }
 
+/// The KFP version SWFs are rendered for, and whether the policy compiles for it (`true`,
+/// `false`, or `unknown` until its first decision).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TargetLabels {
+    pub version: String,
+    pub supported: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PolicyErrorLabels {
     pub export: String,
@@ -92,6 +100,8 @@ pub struct Metrics {
     pub watch_last_success: Family<WatchLabel, Gauge>,
     /// Watch failures (each followed by a pause and a fresh list), by watch.
     pub watch_errors: Family<WatchLabel, Counter>,
+    /// 1 for the target version in force, labelled with whether the policy supports it.
+    pub target_info: Family<TargetLabels, Gauge>,
 }
 
 impl Metrics {
@@ -230,6 +240,12 @@ impl Metrics {
             "Watch failures, each followed by a pause and a fresh list",
             watch_errors.clone(),
         );
+        let target_info = Family::<TargetLabels, Gauge>::default();
+        registry.register(
+            "target_info",
+            "The KFP version SWFs are rendered for (1), and whether the policy supports it",
+            target_info.clone(),
+        );
         Metrics {
             registry,
             swf_decisions,
@@ -255,7 +271,24 @@ impl Metrics {
             scale,
             watch_last_success,
             watch_errors,
+            target_info,
         }
+    }
+
+    /// Shows `version` (`unknown` when none) as the target, `supported` as the policy found it.
+    pub fn set_target(&self, version: Option<&str>, supported: Option<bool>) {
+        self.target_info.clear();
+        let supported = match supported {
+            Some(true) => "true",
+            Some(false) => "false",
+            None => "unknown",
+        };
+        self.target_info
+            .get_or_create(&TargetLabels {
+                version: version.unwrap_or("unknown").to_owned(),
+                supported: supported.to_owned(),
+            })
+            .set(1);
     }
 
     /// The series alerts and the dashboard query exist at 0 from the start: a counter that

@@ -26,7 +26,7 @@ use super::context::Context;
 use super::policy_handle::PolicyHandle;
 use super::watch_health::{WatchReporter, watched};
 use crate::config::Shard;
-use crate::config::SwfArgs;
+use crate::config::{CompileAs, SwfArgs};
 use crate::engine::RebuildPolicy;
 use target::HealthPoller;
 
@@ -56,8 +56,11 @@ pub(crate) struct SwfLoop {
     events: event_queue::EventQueue,
     /// Holds back repeated policy-failure Events about one SWF.
     failure_events: std::sync::Mutex<event_limit::EventLimiter>,
-    /// SWFs already reported not rebuildable, with the reason: said once.
+    /// SWFs already reported not rebuildable or under an unsupported target, with the reason:
+    /// said once.
     not_rebuildable_said: std::sync::Mutex<event_limit::EventLimiter>,
+    /// Whether the policy compiles for the target in force.
+    target_status: report::TargetStatus,
 }
 
 impl SwfLoop {
@@ -86,6 +89,7 @@ impl SwfLoop {
             not_rebuildable_said: std::sync::Mutex::new(event_limit::EventLimiter::new(
                 Duration::MAX,
             )),
+            target_status: report::TargetStatus::default(),
             ctx: ctx.clone(),
         };
         (swf_loop, event_drain)
@@ -119,12 +123,14 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
         }),
         None => args.target_version.clone().filter(|v| !v.trim().is_empty()),
     };
+    let initial = CompileAs::apply(&args.compile_as, initial);
     tracing::info!(
         rebuild_policy = crate::swf::rebuild_policy_name(args.rebuild_policy),
         target = initial.as_deref().unwrap_or("unknown"),
         namespaces = ?ctx.namespaces,
         "starting the SWF loop"
     );
+    ctx.metrics.set_target(initial.as_deref(), None);
     let (target_tx, target_rx) = watch::channel(initial);
     let (swf_loop, event_drain) = SwfLoop::new(
         &ctx,
@@ -184,7 +190,10 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
     };
     let poll = async move {
         if let Some(poller) = poller {
-            poller.run(args.kfp_api_poll, target_tx).await;
+            let mapped = move |version| CompileAs::apply(&args.compile_as, version);
+            poller
+                .run(args.kfp_api_poll, target_tx, mapped, ctx.metrics.clone())
+                .await;
         }
     };
     tokio::join!(

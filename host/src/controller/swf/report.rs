@@ -24,6 +24,47 @@ pub struct PolicyId {
     pub target: Option<String>,
 }
 
+/// Whether the policy compiles for the target in force, as its decisions showed: kept in
+/// `pipewarden_target_info` and said in one log line when it changes, not once per SWF.
+#[derive(Default)]
+pub struct TargetStatus {
+    /// Target and policy digest the verdict is about, and the verdict.
+    known: std::sync::Mutex<Option<(Option<String>, String, bool)>>,
+}
+
+impl TargetStatus {
+    fn observe(&self, metrics: &Metrics, policy: &PolicyId, outcome: &SwfOutcome) {
+        let supported = match outcome {
+            SwfOutcome::UnsupportedTarget { .. } => false,
+            SwfOutcome::UpToDate { .. }
+            | SwfOutcome::Rebuild { .. }
+            | SwfOutcome::Restore { .. }
+            | SwfOutcome::WouldRebuild { .. } => true,
+            _ => return,
+        };
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        let now = (policy.target.clone(), policy.digest.clone(), supported);
+        if known.as_ref() == Some(&now) {
+            return;
+        }
+        *known = Some(now);
+        drop(known);
+        metrics.set_target(policy.target.as_deref(), Some(supported));
+        let target = policy.target.as_deref().unwrap_or("unknown");
+        if supported {
+            tracing::info!(target, policy = %policy.label, "the policy compiles for the target");
+        } else {
+            tracing::warn!(
+                target,
+                policy = %policy.label,
+                digest = %policy.digest,
+                reason = %outcome.reason(),
+                "the policy does not compile for the target; no SWF is written until it changes"
+            );
+        }
+    }
+}
+
 /// Counts, logs and (if it has one) publishes the Event of `outcome` about `swf`.
 pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, outcome: &SwfOutcome) {
     let metrics = &lp.ctx.metrics;
@@ -38,10 +79,10 @@ pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, outcom
             .inc();
     }
     let reason = outcome.reason();
-    // Not rebuildable stays so until the SWF changes: its Event and log line come once per
-    // SWF and reason, later passes log at debug level.
-    let first_time = !matches!(outcome, SwfOutcome::NotRebuildable { .. })
-        || not_rebuildable_first(lp, swf, &reason);
+    lp.target_status.observe(metrics, policy, outcome);
+    // Not rebuildable and an unsupported target stay so until the SWF (or target) changes:
+    // their Event and log line come once per SWF and reason, later passes log at debug level.
+    let first_time = !outcome.said_once() || said_first(lp, swf, &reason);
     log(&swf.metadata, policy, outcome, &reason, first_time);
     let Some((severity, event_reason)) = outcome.event().filter(|_| first_time) else {
         return;
@@ -87,8 +128,8 @@ fn changed_paths(outcome: &SwfOutcome) -> Vec<&str> {
         .collect()
 }
 
-/// Whether `swf` is reported not rebuildable for this reason for the first time.
-fn not_rebuildable_first(lp: &SwfLoop, swf: &DynamicObject, reason: &str) -> bool {
+/// Whether `swf` is reported with this reason for the first time.
+fn said_first(lp: &SwfLoop, swf: &DynamicObject, reason: &str) -> bool {
     let key = format!(
         "{}/{} {reason}",
         swf.namespace().unwrap_or_default(),
@@ -138,7 +179,9 @@ fn log(
     let warning = outcome
         .event()
         .is_some_and(|(severity, _)| severity == Severity::Warning);
-    if outcome.is_quiet() || !first_time {
+    // An unsupported target is said in one line for all SWFs (`TargetStatus`).
+    let per_target = matches!(outcome, SwfOutcome::UnsupportedTarget { .. });
+    if outcome.is_quiet() || !first_time || per_target {
         decision_line!(debug)
     } else if warning {
         decision_line!(warn)

@@ -9,7 +9,11 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use std::sync::Arc;
+
 use tokio::sync::watch;
+
+use crate::controller::metrics::Metrics;
 
 use crate::swf::healthz::{self, HEALTHZ_PATH};
 
@@ -52,15 +56,22 @@ impl HealthPoller {
         healthz::target_version(&body).map_err(|e| anyhow::anyhow!("GET {}: {e}", self.url))
     }
 
-    /// Polls every `interval` until the receivers are gone, publishing each change.
-    pub async fn run(self, interval: Duration, target: watch::Sender<Option<String>>) {
+    /// Polls every `interval` until the receivers are gone, publishing each change (after
+    /// `mapped`, the `--compile-as` mappings).
+    pub async fn run(
+        self,
+        interval: Duration,
+        target: watch::Sender<Option<String>>,
+        mapped: impl Fn(Option<String>) -> Option<String>,
+        metrics: Arc<Metrics>,
+    ) {
         loop {
             tokio::time::sleep(interval).await;
             if target.is_closed() {
                 return;
             }
             match self.fetch().await {
-                Ok(version) => publish(&target, version),
+                Ok(version) => publish(&target, mapped(version), &metrics),
                 Err(error) => tracing::warn!(
                     error = %format!("{error:#}"),
                     "target version poll failed; keeping the last one"
@@ -70,8 +81,9 @@ impl HealthPoller {
     }
 }
 
-/// Sends `version` if it differs from the current one, logging the change.
-pub fn publish(target: &watch::Sender<Option<String>>, version: Option<String>) {
+/// Sends `version` if it differs from the current one, logging the change; whether the policy
+/// supports it is unknown until its first decision.
+pub fn publish(target: &watch::Sender<Option<String>>, version: Option<String>, metrics: &Metrics) {
     target.send_if_modified(|current| {
         if *current == version {
             return false;
@@ -81,6 +93,7 @@ pub fn publish(target: &watch::Sender<Option<String>>, version: Option<String>) 
             to = version.as_deref().unwrap_or("unknown"),
             "target version changed; every SWF is reconciled again"
         );
+        metrics.set_target(version.as_deref(), None);
         *current = version;
         true
     });
