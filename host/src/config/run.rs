@@ -9,6 +9,7 @@ use super::duration::humantime_secs;
 use super::floor::{Floor, SECOND, check};
 use super::settings::read_settings;
 use super::{ExitArgs, LeaderArgs, PolicyArgs, Shard, SwfArgs};
+use crate::swf::api_server_env::DeploymentRef;
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -17,6 +18,12 @@ pub struct RunArgs {
     /// Policy settings (JSON or YAML), validated by the policy at load.
     #[arg(long, env = "PIPEWARDEN_SETTINGS")]
     pub settings: Option<PathBuf>,
+    /// Read the KFP API server's environment from its Deployment, `deployment/NAMESPACE/NAME`
+    /// (e.g. deployment/kubeflow/ml-pipeline), with the ConfigMap values it names, and hand
+    /// it to the policy beside --settings; re-read at every reload check, so a changed
+    /// environment re-renders. Secrets are never read.
+    #[arg(long, env = "PIPEWARDEN_SETTINGS_FROM", value_parser = DeploymentRef::parse)]
+    pub settings_from: Option<DeploymentRef>,
     /// Namespaces to watch, comma-separated; all when empty.
     #[arg(long, env = "PIPEWARDEN_NAMESPACES", value_delimiter = ',')]
     pub namespaces: Vec<String>,
@@ -56,10 +63,11 @@ impl RunArgs {
             .map(|settings| settings.budget)
             .unwrap_or_default();
         self.check_floors(&self.policy.with_settings_budget(&budget))?;
-        if self.swf.enabled && self.settings.is_none() {
+        if self.swf.enabled && self.settings.is_none() && self.settings_from.is_none() {
             bail!(
-                "--settings (PIPEWARDEN_SETTINGS) is required by the SWF loop, which renders; \
-                 without the SWF loop (--swf-loop=false) it is not"
+                "--settings (PIPEWARDEN_SETTINGS) or --settings-from (PIPEWARDEN_SETTINGS_FROM) \
+                 is required by the SWF loop, which renders; without the SWF loop \
+                 (--swf-loop=false) they are not"
             );
         }
         Ok(())

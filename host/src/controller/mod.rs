@@ -9,36 +9,37 @@ pub mod leader;
 pub mod metrics;
 pub mod policy_handle;
 pub mod policy_reload;
+pub mod settings_source;
 pub mod swf;
 pub mod watch_health;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
 use tokio::sync::watch;
 
 pub use crate::config::RunArgs;
-use crate::config::{PolicyArgs, read_settings};
+use crate::config::{PolicyArgs, Settings};
+use settings_source::SettingsSource;
 use context::Context;
 use metrics::Metrics;
 use policy_handle::{LoadedPolicy, PolicyHandle};
 
-/// Load the policy and validate its settings, or refuse to start. Without settings (only a
-/// run without the SWF loop, which is all that renders) there is nothing to validate.
+/// Load the policy and validate its settings (as read from their source), or refuse to start.
+/// Without settings (only a run without the SWF loop, which is all that renders) there is
+/// nothing to validate.
 pub fn load_policy(
     args: &PolicyArgs,
-    settings: Option<&PathBuf>,
+    settings: &Settings,
+    given: bool,
     metrics: &Metrics,
 ) -> anyhow::Result<LoadedPolicy> {
     let attempt = || -> anyhow::Result<LoadedPolicy> {
-        let given = settings.is_some();
-        let settings = read_settings(settings)?;
         // A budget in the settings is read on every load, so a reload picks up a new one.
         let args = args.with_settings_budget(&settings.budget);
         args.check_floors()?;
-        let settings = settings.text;
+        let settings = settings.text.clone();
         let policy = args
             .load_observed(Some(metrics.retry_observer()))?
             .with_settings(&settings);
@@ -144,10 +145,15 @@ pub async fn start_with(
     let shard = args.shard.unwrap_or_default();
     args.leader.lease_name = shard.lease_name(&args.leader.lease_name);
     let metrics = Arc::new(Metrics::new());
-    let reload_inputs = policy_reload::Inputs::new(args.policy.clone(), args.settings.clone());
+    let source = SettingsSource {
+        file: args.settings.clone(),
+        live: args.settings_from.clone().map(|at| (client.clone(), at)),
+    };
+    let settings = source.read().await?;
+    let reload_inputs = policy_reload::Inputs::new(args.policy.clone(), source.clone());
     // Taken before the load, so files changed while it runs are reloaded, not missed.
-    let loaded_from = reload_inputs.fingerprint();
-    let loaded = load_policy(&args.policy, args.settings.as_ref(), &metrics)?;
+    let loaded_from = reload_inputs.fingerprint(&settings.text);
+    let loaded = load_policy(&args.policy, &settings, source.is_given(), &metrics)?;
     let elect = args.leader.leader_elect;
     // Without election this replica writes; with it, only once it holds the lease.
     let (writer, may_write) = watch::channel(!elect);

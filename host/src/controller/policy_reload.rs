@@ -1,9 +1,9 @@
 //! Hot reload: when the policy file, its settings or its pin file change on disk (a ConfigMap
-//! update swaps them), or the tag of an `oci://` policy moves (with `--policy-allow-tag`),
-//! load and validate the new policy off the decision path and swap it in atomically; a
-//! policy that fails anything is refused and the old one keeps serving.
+//! update swaps them), the KFP API server's environment changes (`--settings-from`), or the
+//! tag of an `oci://` policy moves (with `--policy-allow-tag`), load and validate the new
+//! policy off the decision path and swap it in atomically; a policy that fails anything is
+//! refused and the old one keeps serving.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,26 +12,29 @@ use sha2::{Digest, Sha256};
 use super::load_policy;
 use super::metrics::Metrics;
 use super::policy_handle::PolicyHandle;
+use super::settings_source::SettingsSource;
 use crate::config::PolicyArgs;
 
 /// Everything a reload reads; any change to these bytes triggers one.
 pub struct Inputs {
     policy: PolicyArgs,
-    settings: Option<PathBuf>,
+    settings: SettingsSource,
 }
 
 impl Inputs {
-    pub fn new(policy: PolicyArgs, settings: Option<PathBuf>) -> Self {
+    pub fn new(policy: PolicyArgs, settings: SettingsSource) -> Self {
         Inputs { policy, settings }
     }
 
-    /// A digest of the policy, settings and pin files together; None while one is unreadable.
-    pub fn fingerprint(&self) -> Option<[u8; 32]> {
+    /// A digest of the policy, the settings as read (`settings`) and the pin files together;
+    /// None while one is unreadable.
+    pub fn fingerprint(&self, settings: &str) -> Option<[u8; 32]> {
         let mut hasher = Sha256::new();
         hasher.update(self.policy.source_fingerprint()?);
         hasher.update([0]);
+        hasher.update(settings);
+        hasher.update([0]);
         let files = [
-            self.settings.as_ref(),
             self.policy.policy_sha256_file.as_ref(),
             self.policy.policy_verify_key.as_ref(),
         ];
@@ -57,10 +60,18 @@ pub async fn watch(
     let mut last = loaded_from;
     loop {
         tokio::time::sleep(interval).await;
+        let settings = match inputs.settings.read().await {
+            Ok(settings) => settings,
+            // A file briefly missing mid-swap; a Deployment the API server did not return.
+            Err(error) => {
+                tracing::debug!(error = format!("{error:#}"), "settings unreadable; next time");
+                continue;
+            }
+        };
         // An OCI tag is resolved over the network: off the async workers.
         let now = {
-            let inputs = inputs.clone();
-            tokio::task::spawn_blocking(move || inputs.fingerprint()).await?
+            let (inputs, text) = (inputs.clone(), settings.text.clone());
+            tokio::task::spawn_blocking(move || inputs.fingerprint(&text)).await?
         };
         // A file briefly missing mid-swap is not a change worth acting on.
         if now.is_none() || now == last {
@@ -69,7 +80,8 @@ pub async fn watch(
         last = now;
         let (inputs, metrics_for_load) = (inputs.clone(), metrics.clone());
         let loaded = tokio::task::spawn_blocking(move || {
-            load_policy(&inputs.policy, inputs.settings.as_ref(), &metrics_for_load)
+            let given = inputs.settings.is_given();
+            load_policy(&inputs.policy, &settings, given, &metrics_for_load)
         })
         .await?;
         match loaded {

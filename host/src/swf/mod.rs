@@ -1,6 +1,7 @@
 //! ScheduledWorkflow logic that needs no cluster: stamps, the rebuild policy, diff and patch,
 //! the plan for one SWF and its last good render.
 
+pub mod api_server_env;
 pub mod decide;
 pub mod diff;
 pub mod healthz;

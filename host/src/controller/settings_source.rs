@@ -1,0 +1,111 @@
+//! Where the policy's settings come from: a file, and with `--settings-from
+//! deployment/NAMESPACE/NAME` the KFP API server's own environment, read live from its
+//! Deployment (and the ConfigMaps it names), so a render follows the install.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use serde_json::Value;
+
+use crate::config::{Settings, read_settings};
+use crate::swf::api_server_env::{
+    API_SERVER_ENV_KEY, DeploymentRef, ResolvedEnv, api_server_container, config_maps_named,
+    resolve,
+};
+
+/// A settings file, a live Deployment, or both (the file's keys beside the environment).
+#[derive(Clone)]
+pub struct SettingsSource {
+    pub file: Option<PathBuf>,
+    pub live: Option<(kube::Client, DeploymentRef)>,
+}
+
+impl SettingsSource {
+    /// Whether any settings are given (the policy validates them then).
+    pub fn is_given(&self) -> bool {
+        self.file.is_some() || self.live.is_some()
+    }
+
+    /// The settings as the policy gets them now.
+    pub async fn read(&self) -> anyhow::Result<Settings> {
+        let settings = read_settings(self.file.as_ref())?;
+        let Some((client, deployment)) = &self.live else {
+            return Ok(settings);
+        };
+        let env = fetch(client, deployment).await?;
+        compose(settings, &env).with_context(|| format!("settings with {deployment}"))
+    }
+}
+
+/// The API server container's environment, as resolved from its Deployment now.
+pub async fn fetch(client: &kube::Client, at: &DeploymentRef) -> anyhow::Result<ResolvedEnv> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &at.namespace);
+    let deployment = deployments
+        .get(&at.name)
+        .await
+        .with_context(|| format!("cannot read {at} (--settings-from)"))?;
+    let container =
+        api_server_container(&deployment).map_err(|why| anyhow::anyhow!("{at}: {why}"))?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &at.namespace);
+    let mut data = BTreeMap::new();
+    for name in config_maps_named(container) {
+        if let Some(found) = config_maps
+            .get_opt(&name)
+            .await
+            .with_context(|| format!("cannot read ConfigMap {}/{name} ({at})", at.namespace))?
+        {
+            data.insert(name, found.data.unwrap_or_default());
+        }
+    }
+    resolve(container, &at.namespace, &data).map_err(|why| anyhow::anyhow!("{at}: {why}"))
+}
+
+/// `settings` with the environment under [`API_SERVER_ENV_KEY`].
+pub fn compose(settings: Settings, env: &ResolvedEnv) -> anyhow::Result<Settings> {
+    let mut value: Value = serde_json::from_str(&settings.text)?;
+    let Some(fields) = value.as_object_mut() else {
+        anyhow::bail!("settings must be a JSON object to carry the API server's environment");
+    };
+    if fields.contains_key(API_SERVER_ENV_KEY) {
+        anyhow::bail!("{API_SERVER_ENV_KEY} is written by --settings-from, not by a settings file");
+    }
+    fields.insert(
+        API_SERVER_ENV_KEY.to_owned(),
+        serde_json::to_value(&env.vars)?,
+    );
+    Ok(Settings {
+        text: value.to_string(),
+        budget: settings.budget,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_goes_beside_the_files_keys_and_a_file_cannot_forge_it() {
+        let env = ResolvedEnv {
+            vars: [("V2_DRIVER_IMAGE".to_owned(), "d:2.16.1".to_owned())].into(),
+            ..ResolvedEnv::default()
+        };
+        let file = Settings {
+            text: r#"{"notify":"all"}"#.into(),
+            budget: Default::default(),
+        };
+        let composed = compose(file, &env).unwrap();
+        assert_eq!(
+            composed.text,
+            r#"{"notify":"all","pipewarden.io/api-server-env":{"V2_DRIVER_IMAGE":"d:2.16.1"}}"#
+        );
+        let forged = Settings {
+            text: format!(r#"{{"{API_SERVER_ENV_KEY}":{{}}}}"#),
+            budget: Default::default(),
+        };
+        assert!(compose(forged, &env).is_err());
+    }
+}
