@@ -9,6 +9,7 @@ use crate::argo::{self, *};
 use crate::error::CompileError;
 use crate::gojson;
 use crate::proto::{self, Unknown, kubernetes};
+use crate::release::Feature;
 
 /// Images the SDK uses for Kubernetes-only tasks (PVC create/delete): driver only.
 const DUMMY_IMAGES: [&str; 2] = ["argostub/createpvc", "argostub/deletepvc"];
@@ -104,12 +105,16 @@ impl Compiler<'_> {
             RUN_NAME,
             "--run_display_name",
             self.display_name,
-            "--pipeline_job_create_time_utc",
-            RUN_CREATION_TIME,
         ]
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
+        if self.has(Feature::CreateTimeFlag) {
+            args.extend([
+                "--pipeline_job_create_time_utc".into(),
+                RUN_CREATION_TIME.into(),
+            ]);
+        }
         for (flag, parameter) in [
             ("--dag_execution_id", input_parameter(PARAM_PARENT_DAG_ID)),
             ("--component", input_parameter(PARAM_COMPONENT)),
@@ -139,7 +144,10 @@ impl Compiler<'_> {
         if let Some(non_root) = options.default_run_as_non_root {
             args.extend(["--default_run_as_non_root".to_owned(), non_root.to_string()]);
         }
-        if let Some(host_users) = options.default_host_users {
+        if let Some(host_users) = options
+            .default_host_users
+            .filter(|_| self.has(Feature::DefaultHostUsers))
+        {
             args.extend(["--default_host_users".to_owned(), host_users.to_string()]);
         }
 
@@ -214,13 +222,15 @@ impl Compiler<'_> {
         }
         let metadata = match self.kubernetes_configs.get(component) {
             Some(config) => {
-                let config =
-                    proto::canonicalize(&kubernetes::EXECUTOR_CONFIG, config, Unknown::Reject)
-                        .map_err(|e| {
-                            CompileError::Invalid(format!(
-                                "failed to unmarshal kubernetes config: {e}"
-                            ))
-                        })?;
+                let config = proto::canonicalize_for(
+                    self.options.release,
+                    &kubernetes::EXECUTOR_CONFIG,
+                    config,
+                    Unknown::Reject,
+                )
+                .map_err(|e| {
+                    CompileError::Invalid(format!("failed to unmarshal kubernetes config: {e}"))
+                })?;
                 config.get("podMetadata").cloned()
             }
             None => None,
@@ -381,7 +391,7 @@ impl Compiler<'_> {
             ("resources", json!({})),
         ]);
         template.insert("container".into(), user_container);
-        argo::set_runtime_role(&mut template, "launcher");
+        self.set_runtime_role(&mut template, "launcher");
         if options.ca_bundle.is_configured() {
             self.add_ca_bundle(&mut template);
         }

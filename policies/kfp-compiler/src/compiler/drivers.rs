@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::Compiler;
 use crate::argo::{self, *};
+use crate::release::Feature;
 
 const CA_BUNDLE_DIR: &str = "/kfp/certs";
 const CA_CERT_PATH: &str = "/kfp/certs/ca.crt";
@@ -101,7 +102,7 @@ impl Compiler<'_> {
         template: &mut Map<String, Value>,
         uses_ca_bundle: bool,
     ) {
-        argo::set_runtime_role(template, "driver");
+        self.set_runtime_role(template, "driver");
         super::security::apply_to_template(template);
         if uses_ca_bundle {
             self.add_ca_bundle(template);
@@ -159,9 +160,13 @@ impl Compiler<'_> {
             RUN_NAME.to_owned(),
             "--run_display_name".to_owned(),
             self.display_name.to_owned(),
-            "--pipeline_job_create_time_utc".to_owned(),
-            RUN_CREATION_TIME.to_owned(),
         ];
+        if self.has(Feature::CreateTimeFlag) {
+            args.extend([
+                "--pipeline_job_create_time_utc".into(),
+                RUN_CREATION_TIME.into(),
+            ]);
+        }
         for (flag, parameter) in [
             ("--dag_execution_id", input_parameter(PARAM_PARENT_DAG_ID)),
             ("--component", input_parameter(PARAM_COMPONENT)),

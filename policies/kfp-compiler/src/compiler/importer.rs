@@ -104,7 +104,7 @@ impl Compiler<'_> {
             );
         }
         template.insert("container".into(), container);
-        argo::set_runtime_role(&mut template, "launcher");
+        self.set_runtime_role(&mut template, "launcher");
         if uses_ca_bundle {
             self.add_ca_bundle(&mut template);
         }
