@@ -370,7 +370,15 @@ impl Compiler<'_> {
                 "volumeMounts",
                 json!([{ "name": LAUNCHER_VOLUME, "mountPath": LAUNCHER_MOUNT_PATH }]),
             ),
-            ("resources", launcher_resources()),
+            (
+                "resources",
+                // 128Mi until 2.16.1 raised it (kubeflow/pipelines#13299).
+                launcher_resources(if self.has(Feature::LauncherMemory256Mi) {
+                    "256Mi"
+                } else {
+                    "128Mi"
+                }),
+            ),
         ]);
         template.insert("initContainers".into(), Value::Array(vec![launcher]));
         let mounts = SCRATCH_VOLUMES
@@ -408,8 +416,10 @@ impl Compiler<'_> {
                     }
                 }),
             );
-            let container = argo::object_field(&mut template, "container");
-            argo::array_field(container, "env").push(env_var("KFP_RETRY_INDEX", "{{retries}}"));
+            if self.has(Feature::RetryIndexEnv) {
+                let container = argo::object_field(&mut template, "container");
+                argo::array_field(container, "env").push(env_var("KFP_RETRY_INDEX", "{{retries}}"));
+            }
         }
         if let Some(metadata) = pod_metadata {
             extend_pod_metadata(&mut template, metadata);
