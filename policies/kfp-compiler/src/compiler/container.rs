@@ -135,14 +135,16 @@ impl Compiler<'_> {
         }
         let uses_ca_bundle = self.push_driver_flags(&mut args);
         let options = self.options;
-        if let Some(user) = options.default_run_as_user {
-            args.extend(["--default_run_as_user".to_owned(), user.to_string()]);
-        }
-        if let Some(group) = options.default_run_as_group {
-            args.extend(["--default_run_as_group".to_owned(), group.to_string()]);
-        }
-        if let Some(non_root) = options.default_run_as_non_root {
-            args.extend(["--default_run_as_non_root".to_owned(), non_root.to_string()]);
+        if self.has(Feature::DefaultRunAs) {
+            if let Some(user) = options.default_run_as_user {
+                args.extend(["--default_run_as_user".to_owned(), user.to_string()]);
+            }
+            if let Some(group) = options.default_run_as_group {
+                args.extend(["--default_run_as_group".to_owned(), group.to_string()]);
+            }
+            if let Some(non_root) = options.default_run_as_non_root {
+                args.extend(["--default_run_as_non_root".to_owned(), non_root.to_string()]);
+            }
         }
         if let Some(host_users) = options
             .default_host_users
@@ -176,7 +178,9 @@ impl Compiler<'_> {
             ]}),
         );
         let mut env = self.proxy_env();
-        env.extend(common_envs());
+        if self.has(Feature::ContainerDriverPodEnv) {
+            env.extend(common_envs());
+        }
         template.insert("container".into(), self.driver_container(args, env));
         self.finish_driver_template(&mut template, uses_ca_bundle);
         self.push_template(template);
@@ -400,10 +404,12 @@ impl Compiler<'_> {
         ]);
         template.insert("container".into(), user_container);
         self.set_runtime_role(&mut template, "launcher");
-        if options.ca_bundle.is_configured() {
+        if self.uses_ca_bundle() {
             self.add_ca_bundle(&mut template);
         }
-        super::security::apply_to_executor_template(&mut template, options);
+        if self.has(Feature::SecurityContexts) {
+            super::security::apply_to_executor_template(&mut template, options);
+        }
         if task.get("retryPolicy").is_some() {
             template.insert(
                 "retryStrategy".into(),

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use super::{Compiler, component_ref};
 use crate::argo::{self, *};
 use crate::error::CompileError;
+use crate::release::Feature;
 
 const WORKSPACE_VOLUME: &str = "kfp-workspace";
 const WORKSPACE_MOUNT_PATH: &str = "/kfp-workspace";
@@ -108,7 +109,9 @@ impl Compiler<'_> {
         if uses_ca_bundle {
             self.add_ca_bundle(&mut template);
         }
-        super::security::apply_to_template(&mut template);
+        if self.has(Feature::SecurityContexts) {
+            super::security::apply_to_template(&mut template);
+        }
         self.push_template(template);
         name.to_owned()
     }

@@ -351,10 +351,15 @@ impl<'a> Compiler<'a> {
                 .next()
                 .unwrap_or(self.pipeline_name)
         );
-        let mut security_context = json!({
-            "runAsNonRoot": true,
-            "seccompProfile": { "type": "RuntimeDefault" }
-        });
+        // Workflow-level defaults from 2.16.0 (#12782); before, only PIPELINE_RUN_AS_USER.
+        let mut security_context = if self.options.release.has(Feature::SecurityContexts) {
+            json!({
+                "runAsNonRoot": true,
+                "seccompProfile": { "type": "RuntimeDefault" }
+            })
+        } else {
+            json!({})
+        };
         if let Some(user) = self.options.pipeline_run_as_user {
             security_context["runAsUser"] = json!(user);
         }
@@ -375,7 +380,9 @@ impl<'a> Compiler<'a> {
                 "labels": { "pipelines.kubeflow.org/v2_component": "true" }
             }),
         );
-        spec.insert("securityContext".into(), security_context);
+        if security_context.as_object().is_some_and(|c| !c.is_empty()) {
+            spec.insert("securityContext".into(), security_context);
+        }
         spec.insert(
             "serviceAccountName".into(),
             self.options.service_account.as_str().into(),
