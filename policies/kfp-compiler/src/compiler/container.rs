@@ -15,6 +15,8 @@ use crate::release::Feature;
 const DUMMY_IMAGES: [&str; 2] = ["argostub/createpvc", "argostub/deletepvc"];
 
 const LAUNCHER_VOLUME: &str = "kfp-launcher";
+/// 2.14.4's executor CA bundle volume.
+const EXECUTOR_CA_VOLUME: &str = "ca-bundle";
 const LAUNCHER_MOUNT_PATH: &str = "/kfp-launcher";
 const LAUNCHER_PATH: &str = "/kfp-launcher/launch";
 /// Writable scratch directories of the user container: (volume, mount path).
@@ -430,7 +432,40 @@ impl Compiler<'_> {
         if let Some(metadata) = pod_metadata {
             extend_pod_metadata(&mut template, metadata);
         }
+        if !self.has(Feature::NoExecutorCaBundle) {
+            self.add_executor_ca_bundle(&mut template);
+        }
         template
+    }
+
+    /// 2.14.4's executor CA bundle: the `EXECUTOR_CABUNDLE_CONFIGMAP_NAME` config map's key
+    /// mounted as a file under `EXECUTOR_CABUNDLE_MOUNTPATH`, and named by the variables
+    /// Python requests, the AWS tools and OpenSSL read (gone in 2.15.0, #12382).
+    fn add_executor_ca_bundle(&self, template: &mut Map<String, Value>) {
+        let bundle = &self.options.executor_ca_bundle;
+        if bundle.config_map_name.is_empty() || bundle.config_map_key.is_empty() {
+            return;
+        }
+        let ca_file = format!("{}/{}", bundle.mount_path, bundle.config_map_key);
+        let cert_dirs = [
+            bundle.mount_path.as_str(),
+            "/etc/ssl/certs",
+            "/etc/pki/tls/certs",
+        ];
+        let volume =
+            json!({ "name": EXECUTOR_CA_VOLUME, "configMap": { "name": bundle.config_map_name } });
+        argo::array_field(template, "volumes").push(volume);
+        let container = argo::object_field(template, "container");
+        let env = argo::array_field(container, "env");
+        for name in ["REQUESTS_CA_BUNDLE", "AWS_CA_BUNDLE", "SSL_CERT_FILE"] {
+            env.push(env_var(name, &ca_file));
+        }
+        env.push(env_var("SSL_CERT_DIR", &cert_dirs.join(":")));
+        argo::array_field(container, "volumeMounts").push(json!({
+            "name": EXECUTOR_CA_VOLUME,
+            "mountPath": ca_file,
+            "subPath": bundle.config_map_key,
+        }));
     }
 }
 

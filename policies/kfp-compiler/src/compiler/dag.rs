@@ -235,7 +235,9 @@ impl Compiler<'_> {
                     "triggerPolicy.condition on importer task is not supported".into(),
                 ));
             }
-            let download = importer.get("downloadToWorkspace") == Some(&Value::Bool(true));
+            // `system-importer-workspace` from 2.15.0 (#12353).
+            let download = self.has(Feature::ImporterWorkspace)
+                && importer.get("downloadToWorkspace") == Some(&Value::Bool(true));
             let importer =
                 self.importer_task(name, task, &task_json, &inputs.parent_dag_id, download)?;
             return Ok(vec![Value::Object(importer)]);

@@ -124,7 +124,12 @@ pub fn compile(
         compiler.visit(visit)?;
     }
     let mut workflow = compiler.into_workflow(pipeline_fields);
-    if let Some(patch) = &options.spec_patch {
+    // COMPILED_PIPELINE_SPEC_PATCH from 2.15.0 (#12317).
+    if let Some(patch) = options
+        .spec_patch
+        .as_ref()
+        .filter(|_| release.has(Feature::SpecPatch))
+    {
         spec_patch::apply(&mut workflow, patch)?;
     }
     Ok(workflow)

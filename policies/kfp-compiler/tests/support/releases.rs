@@ -67,13 +67,8 @@ pub fn folder(release: Release) -> &'static str {
     }
 }
 
-/// The releases whose data sets are checked in (all of [`Release::ALL`] once each is ported).
-pub const PROVEN: &[Release] = &[
-    Release::V2_15_0,
-    Release::V2_16_0,
-    Release::V2_16_1,
-    Release::V2_17_0,
-];
+/// The releases whose data sets are checked in and proven.
+pub const PROVEN: &[Release] = &Release::ALL;
 
 /// The releases to test: [`PROVEN`], or those named in `KFP_RELEASES` (comma separated).
 pub fn selected_releases() -> Vec<Release> {
