@@ -410,7 +410,11 @@ impl Compiler<'_> {
             self.add_ca_bundle(&mut template);
         }
         if self.has(Feature::SecurityContexts) {
-            super::security::apply_to_executor_template(&mut template, options);
+            super::security::apply_to_executor_template(
+                &mut template,
+                options,
+                self.has(Feature::DefaultRunAs),
+            );
         }
         if task.get("retryPolicy").is_some() {
             template.insert(

@@ -2,7 +2,9 @@
 //!
 //! One code base: where upstream's compiler (or the API server around it) changed behaviour
 //! between two supported tags, the compiler asks `options.release.has(Feature::X)`. Each
-//! [`Feature`] names the tag that introduced it and the upstream pull request.
+//! [`Feature`] names the tag that introduced it and the upstream pull request. Proto fields
+//! a release added or dropped are marked in the message tables of [`crate::proto`] instead
+//! (`.since(...)`, `.until(...)`).
 
 use std::fmt;
 
@@ -159,10 +161,6 @@ pub enum Feature {
     /// The workspace PVC spec must have `accessModes` and `storageClassName`; the default
     /// workspace of `config.json` is gone (#12369).
     WorkspaceSpecChecks,
-    /// `PipelineConfig` as renumbered in 2.15.0: `resourceTtl`, `workspace`; no
-    /// `semaphoreKey`/`mutexName`. Also new proto fields `taskConfigPassthroughs`,
-    /// `downloadToWorkspace`, `customPath`, secret/config-map `optional`.
-    Proto2_15,
 
     // --- 2.16.0 ---
     /// Security contexts: workflow `runAsNonRoot` + seccomp `RuntimeDefault`; drivers and
@@ -183,9 +181,6 @@ pub enum Feature {
     /// Tasks inside a ParallelFor resolve inputs under the ParallelFor task's name
     /// (`task-name` on iteration drivers, #12808).
     IterationTaskName,
-    /// Proto fields new in 2.16.0: input `literals`, Kubernetes `securityContext`, PVC
-    /// `subPath`.
-    Proto2_16,
 
     // --- 2.16.1 ---
     /// The launcher init container's memory limit is 256Mi, not 128Mi (#13299).
@@ -209,8 +204,6 @@ pub enum Feature {
     /// Argo Workflows v4 types and Kubernetes 0.35 (#13459): no `creationTimestamp: null`
     /// in object metadata.
     ArgoV4,
-    /// Proto fields new in 2.17.0: PVC `dataSource`.
-    Proto2_17,
 }
 
 impl Feature {
@@ -219,17 +212,16 @@ impl Feature {
         use Feature::*;
         match self {
             ServerAddressFlags | Tls | NoExecutorCaBundle | ImporterWorkspace | SpecPatch
-            | WorkspaceSpecChecks | Proto2_15 => Release::V2_15_0,
+            | WorkspaceSpecChecks => Release::V2_15_0,
             SecurityContexts
             | DefaultRunAs
             | ContainerDriverPodEnv
             | ClusterDomain
             | CustomCaVolume
-            | IterationTaskName
-            | Proto2_16 => Release::V2_16_0,
+            | IterationTaskName => Release::V2_16_0,
             LauncherMemory256Mi | RetryIndexEnv => Release::V2_16_1,
             CreateTimeFlag | DefaultHostUsers | RuntimeRole | PipelineTimeouts
-            | OptionalStorageClass | ArgoV4 | Proto2_17 => Release::V2_17_0,
+            | OptionalStorageClass | ArgoV4 => Release::V2_17_0,
         }
     }
 }
