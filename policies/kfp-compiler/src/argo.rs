@@ -194,10 +194,10 @@ pub fn driver_resources() -> Value {
     })
 }
 
-/// Launcher init container resources.
-pub fn launcher_resources() -> Value {
+/// Launcher init container resources; the memory limit was 128Mi before 2.16.1.
+pub fn launcher_resources(memory_limit: &str) -> Value {
     json!({
-        "limits": { "cpu": "500m", "memory": "256Mi" },
+        "limits": { "cpu": "500m", "memory": memory_limit },
         "requests": { "cpu": "100m" }
     })
 }

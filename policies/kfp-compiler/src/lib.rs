@@ -17,6 +17,7 @@ pub mod options;
 pub mod proto;
 pub mod quantity;
 mod recover;
+pub mod release;
 
 use serde_json::Value;
 
@@ -25,6 +26,7 @@ pub use error::CompileError;
 pub use ir::{IrFile, Pipeline};
 pub use options::{CompileOptions, SettingsError};
 pub use recover::{Layout, RecoverError, RecoveredIr, recover_ir};
+pub use release::{Feature, Release, UnknownRelease};
 
 /// Compiles a pipeline spec to an Argo Workflow, as `argocompiler.Compile` does for a
 /// `PipelineJob` holding only that spec.

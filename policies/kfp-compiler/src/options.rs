@@ -9,6 +9,8 @@ use std::fmt;
 use serde::de::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
+use crate::release::{Feature, Release, SETTINGS_KEYS};
+
 /// Images and commands KFP falls back to when the variables are unset.
 pub const DEFAULT_DRIVER_IMAGE: &str = "ghcr.io/kubeflow/kfp-driver:latest";
 pub const DEFAULT_LAUNCHER_IMAGE: &str = "ghcr.io/kubeflow/kfp-launcher:latest";
@@ -53,9 +55,22 @@ impl CaBundle {
     }
 }
 
+/// 2.14.4's executor CA bundle (`EXECUTOR_CABUNDLE_CONFIGMAP_NAME`, `_KEY`, `_MOUNTPATH`):
+/// a config map key mounted into every executor, named by the usual CA variables.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExecutorCaBundle {
+    pub config_map_name: String,
+    pub config_map_key: String,
+    pub mount_path: String,
+}
+
 /// The compiler's inputs besides the pipeline: `argocompiler.Options` plus the environment.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompileOptions {
+    /// The KFP release whose compiler this compile reproduces. Derived values (server
+    /// addresses, the default `NO_PROXY`) are computed by [`CompileOptions::from_settings_for`]
+    /// for its release; set them anew when changing the release of existing options.
+    pub release: Release,
     pub driver_image: String,
     pub launcher_image: String,
     pub driver_command: Vec<String>,
@@ -83,8 +98,10 @@ pub struct CompileOptions {
     pub default_workspace: Option<Value>,
     /// Overrides the run's pipeline root (`runtimeConfig.gcsOutputDirectory`).
     pub pipeline_root: Option<String>,
-    /// Strategic merge patch applied to the compiled workflow's `spec`.
+    /// Strategic merge patch applied to the compiled workflow's `spec` (2.15.0 on).
     pub spec_patch: Option<String>,
+    /// 2.14.4 only: the executor CA bundle config map.
+    pub executor_ca_bundle: ExecutorCaBundle,
 }
 
 impl CompileOptions {
@@ -93,6 +110,7 @@ impl CompileOptions {
         let namespace = DEFAULT_POD_NAMESPACE;
         let domain = DEFAULT_CLUSTER_DOMAIN;
         CompileOptions {
+            release: Release::LATEST,
             driver_image: DEFAULT_DRIVER_IMAGE.to_owned(),
             launcher_image: DEFAULT_LAUNCHER_IMAGE.to_owned(),
             driver_command: vec!["driver".to_owned()],
@@ -125,6 +143,7 @@ impl CompileOptions {
             default_workspace: None,
             pipeline_root: None,
             spec_patch: None,
+            executor_ca_bundle: ExecutorCaBundle::default(),
         }
     }
 
@@ -139,14 +158,39 @@ impl CompileOptions {
         }
     }
 
-    /// Options from a settings JSON object keyed by the API server's variable names, on top
-    /// of KFP's defaults for unset variables. Unrelated keys are ignored.
+    /// What the default install of `release` compiles with ([`Release::install_settings`]).
+    pub fn install(release: Release) -> Self {
+        Self::from_settings_for(release, &release.install_settings())
+            .expect("a release's own install settings are valid for it")
+    }
+
+    /// [`CompileOptions::from_settings_for`] KFP 2.17.0.
     pub fn from_settings(settings: &Value) -> Result<Self, SettingsError> {
+        Self::from_settings_for(Release::V2_17_0, settings)
+    }
+
+    /// Options from a settings JSON object keyed by the API server's variable names, read
+    /// as `release` reads them, on top of its defaults for unset variables. A key that some
+    /// supported release reads but `release` does not is refused (naming both); keys no
+    /// release reads are ignored.
+    pub fn from_settings_for(release: Release, settings: &Value) -> Result<Self, SettingsError> {
         let Value::Object(map) = settings else {
             return Err(SettingsError::new("", "settings must be a JSON object"));
         };
+        for key in map.keys() {
+            let Some(readers) = readers(key) else {
+                continue;
+            };
+            if !release.reads(key) {
+                return Err(SettingsError::new(
+                    key,
+                    format!("KFP {release} does not read this key (read by KFP {readers})"),
+                ));
+            }
+        }
         let env = Env(map);
         let mut options = Self::upstream_test();
+        options.release = release;
         if let Some(image) = env.string("V2_DRIVER_IMAGE")?.filter(|s| !s.is_empty()) {
             options.driver_image = image;
         }
@@ -175,8 +219,14 @@ impl CompileOptions {
         let domain = env
             .string("CLUSTER_DOMAIN")?
             .unwrap_or_else(|| DEFAULT_CLUSTER_DOMAIN.to_owned());
+        // CLUSTER_DOMAIN is read from 2.16.0 on (#12701); before, `cluster.local` is fixed.
+        let domain = if release.has(Feature::ClusterDomain) {
+            domain
+        } else {
+            DEFAULT_CLUSTER_DOMAIN.to_owned()
+        };
         let no_proxy = match no_proxy {
-            None if http.is_some() || https.is_some() => default_no_proxy(&domain),
+            None if http.is_some() || https.is_some() => default_no_proxy(release, &domain),
             other => other.unwrap_or_default(),
         };
         options.proxy = Proxy {
@@ -206,6 +256,10 @@ impl CompileOptions {
             .unwrap_or_else(|| DEFAULT_METADATA_SERVICE.to_owned());
         options.ml_pipeline_server =
             service(&ml_pipeline, &namespace, &domain, ML_PIPELINE_GRPC_PORT);
+        if !release.has(Feature::ClusterDomain) {
+            // 2.15.0's `GetMLPipelineServerConfig`: `<service>.<namespace>`, no domain.
+            options.ml_pipeline_server.address = format!("{ml_pipeline}.{namespace}");
+        }
         options.mlmd_server = service(&metadata, &namespace, &domain, METADATA_GRPC_PORT);
 
         if let Some(account) = env.string("DEFAULTPIPELINERUNNERSERVICEACCOUNT")? {
@@ -227,6 +281,17 @@ impl CompileOptions {
         options.spec_patch = env
             .string("COMPILED_PIPELINE_SPEC_PATCH")?
             .filter(|patch| !patch.is_empty());
+        options.executor_ca_bundle = ExecutorCaBundle {
+            config_map_name: env
+                .string("EXECUTOR_CABUNDLE_CONFIGMAP_NAME")?
+                .unwrap_or_default(),
+            config_map_key: env
+                .string("EXECUTOR_CABUNDLE_CONFIGMAP_KEY")?
+                .unwrap_or_default(),
+            mount_path: env
+                .string("EXECUTOR_CABUNDLE_MOUNTPATH")?
+                .unwrap_or_default(),
+        };
         Ok(options)
     }
 
@@ -332,6 +397,17 @@ fn workspace_spec(map: &Map<String, Value>) -> Result<Option<Value>, SettingsErr
     Ok(Some(spec))
 }
 
+/// The releases that read a settings key, as text (`2.15.0 to 2.17.0`); `None` for keys
+/// no supported release reads.
+fn readers(key: &str) -> Option<String> {
+    let (_, since, until) = SETTINGS_KEYS.iter().find(|(name, ..)| *name == key)?;
+    Some(if since == until {
+        since.to_string()
+    } else {
+        format!("{since} to {until}")
+    })
+}
+
 fn service(name: &str, namespace: &str, domain: &str, port: &str) -> Server {
     Server {
         address: format!("{name}.{namespace}.svc.{domain}"),
@@ -339,7 +415,14 @@ fn service(name: &str, namespace: &str, domain: &str, port: &str) -> Server {
     }
 }
 
-fn default_no_proxy(domain: &str) -> String {
+/// The proxy config's `NO_PROXY` when a proxy is set without one.
+fn default_no_proxy(release: Release, domain: &str) -> String {
+    if !release.has(Feature::ServerAddressFlags) {
+        // 2.14.4's list (the digits cover IP addresses).
+        return "localhost,127.0.0.1,.svc.cluster.local,kubernetes.default.svc,\
+                metadata-grpc-service,0,1,2,3,4,5,6,7,8,9"
+            .to_owned();
+    }
     format!(
         "localhost,127.0.0.1,.svc.{domain},kubernetes.default.svc,minio-service.kubeflow,\
          metadata-grpc-service,metadata-grpc-service.kubeflow,ml-pipeline.kubeflow"
@@ -384,6 +467,42 @@ mod tests {
         assert_eq!(
             CompileOptions::from_settings(&settings).unwrap(),
             CompileOptions::kfp_2_17_0_install()
+        );
+    }
+
+    #[test]
+    fn a_key_of_another_release_is_refused_naming_key_and_release() {
+        let settings = json!({"DEFAULT_SECURITY_CONTEXT_HOST_USERS": "false"});
+        let err = CompileOptions::from_settings_for(Release::V2_16_1, &settings).unwrap_err();
+        assert_eq!(err.key, "DEFAULT_SECURITY_CONTEXT_HOST_USERS");
+        assert!(err.to_string().contains("KFP 2.16.1"), "{err}");
+        assert!(CompileOptions::from_settings_for(Release::V2_17_0, &settings).is_ok());
+        let err = CompileOptions::from_settings_for(
+            Release::V2_15_0,
+            &json!({"EXECUTOR_CABUNDLE_CONFIGMAP_NAME": "ca"}),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("read by KFP 2.14.4"), "{err}");
+        // Keys no release reads stay ignored.
+        assert!(
+            CompileOptions::from_settings_for(Release::V2_14_4, &json!({"DBCONFIG_USER": "x"}))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn every_install_is_its_release() {
+        for release in Release::ALL {
+            let options = CompileOptions::install(release);
+            assert_eq!(options.release, release);
+            assert!(options.driver_image.ends_with(release.as_str()));
+        }
+        assert_eq!(
+            CompileOptions::install(Release::V2_17_0),
+            CompileOptions {
+                spec_patch: Some("{}".to_owned()),
+                ..CompileOptions::kfp_2_17_0_install()
+            }
         );
     }
 

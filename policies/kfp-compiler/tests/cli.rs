@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use kfp_compiler::CompileOptions;
+use kfp_compiler::{CompileOptions, Release};
 use serde_json::{Value, json};
 use support::*;
 
@@ -244,4 +244,101 @@ fn usage_errors_exit_2() {
         .write_all(b"pipelineInfo: {name: x}\n")
         .unwrap();
     assert_eq!(child.wait_with_output().unwrap().status.code(), Some(2));
+}
+
+#[test]
+fn release_selects_the_compiler_and_defaults_to_2_17_0() {
+    let set = support::releases::ReleaseSet::load(Release::V2_16_1);
+    let case = &set.cases[0];
+    let settings = set.dir.join("settings").join("install.json");
+    let run = |release: Option<&str>| {
+        let mut args = Vec::new();
+        if let Some(release) = release {
+            args.extend(["--release", release]);
+        }
+        args.extend(["--settings", settings.to_str().unwrap()]);
+        args.push(case.ir.to_str().unwrap());
+        let output = kfp_compile(&args);
+        assert!(
+            output.status.success(),
+            "{release:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice::<Value>(&output.stdout).expect("stdout is JSON")
+    };
+    let expected = support::releases::normalise(support::releases::load_json(&case.compiled));
+    assert_eq!(support::releases::normalise(run(Some("2.16.1"))), expected);
+    // `--release=X` works too, and without --release it is 2.17.0 (these settings are
+    // 2.16.1's, which 2.17.0 reads as well).
+    let default = run(None);
+    assert_eq!(default, run(Some("2.17.0")));
+    assert_ne!(support::releases::normalise(default), expected);
+    let output = kfp_compile(&[
+        "--release=2.16.1",
+        "--settings",
+        settings.to_str().unwrap(),
+        case.ir.to_str().unwrap(),
+    ]);
+    assert!(output.status.success());
+
+    // Without settings: the release's compiler with nothing set.
+    let output = kfp_compile(&["--release", "2.14.4", case.ir.to_str().unwrap()]);
+    assert!(output.status.success());
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let library = load_ir(&case.ir)
+        .compile(&CompileOptions::from_settings_for(Release::V2_14_4, &json!({})).unwrap())
+        .unwrap();
+    assert_eq!(printed, library);
+}
+
+#[test]
+fn an_unknown_release_lists_the_supported_ones_and_exits_2() {
+    for version in ["2.16", "v2.16.1", "2.18.0", ""] {
+        let output = kfp_compile(&["--release", version, "x.yaml"]);
+        assert_eq!(output.status.code(), Some(2), "{version:?}");
+        let text = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            text.contains(&format!("unknown KFP release {version:?}")),
+            "{text}"
+        );
+        assert!(
+            text.contains("supported releases: 2.14.4, 2.15.0, 2.16.0, 2.16.1, 2.17.0"),
+            "{text}"
+        );
+        assert!(output.stdout.is_empty());
+    }
+    let output = kfp_compile(&["--release"]);
+    assert_eq!(output.status.code(), Some(2));
+    let output = kfp_compile(&["--recover", "--release", "2.16.1", "x.json"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn a_settings_key_the_release_does_not_read_is_refused() {
+    let settings = scratch(
+        "host-users.json",
+        r#"{"DEFAULT_SECURITY_CONTEXT_HOST_USERS": "false"}"#,
+    );
+    let ir = ir_path(&upstream_dir("kfp-2.17.0"), "add_numbers");
+    let output = kfp_compile(&[
+        "--release",
+        "2.16.1",
+        "--settings",
+        settings.to_str().unwrap(),
+        ir.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let line = stderr_line(&output);
+    assert!(line.contains("host-users.json"), "{line}");
+    assert!(
+        line.contains("DEFAULT_SECURITY_CONTEXT_HOST_USERS"),
+        "{line}"
+    );
+    assert!(line.contains("KFP 2.16.1 does not read"), "{line}");
+    let output = kfp_compile(&[
+        "--settings",
+        settings.to_str().unwrap(),
+        ir.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "2.17.0 reads it");
 }

@@ -1,8 +1,8 @@
-//! `kfp-compile`: compiles a KFP pipeline IR to the Argo Workflow KFP 2.17.0 would create.
+//! `kfp-compile`: compiles a KFP pipeline IR to the Argo Workflow a KFP release would create.
 //!
 //! ```text
-//! kfp-compile [--settings FILE] IR_FILE     compile (YAML or JSON; `-` reads stdin)
-//! kfp-compile --recover WORKFLOW_FILE       print the IR a compiled workflow carries
+//! kfp-compile [--release X] [--settings FILE] IR_FILE   compile (YAML or JSON; `-` is stdin)
+//! kfp-compile --recover WORKFLOW_FILE                  print the IR a compiled workflow carries
 //! ```
 //!
 //! Output is JSON on stdout. Bad input prints one line on stderr and exits with 2.
@@ -10,17 +10,20 @@
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
 
-use kfp_compiler::{CompileOptions, IrFile, recover_ir};
+use kfp_compiler::{CompileOptions, IrFile, Release, recover_ir};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: kfp-compile [--settings FILE] IR_FILE\n       kfp-compile --recover WORKFLOW_FILE\n\n\
+const USAGE: &str = "usage: kfp-compile [--release X] [--settings FILE] IR_FILE\n       kfp-compile --recover WORKFLOW_FILE\n\n\
 IR_FILE is a PipelineSpec (YAML or JSON, optionally followed by a platform spec document) or a\n\
-PipelineJob JSON; `-` reads stdin. FILE is a JSON object of KFP API server settings\n\
-(V2_DRIVER_IMAGE, PIPELINE_LOG_LEVEL, ...); without it, KFP's compiler test environment is used.";
+PipelineJob JSON; `-` reads stdin. X is the KFP release to compile as (2.14.4, 2.15.0, 2.16.0,\n\
+2.16.1, 2.17.0; default 2.17.0). FILE is a JSON object of KFP API server settings\n\
+(V2_DRIVER_IMAGE, PIPELINE_LOG_LEVEL, ...), read as release X reads them; without it,\n\
+KFP's compiler test environment is used (nothing set).";
 
 enum Command {
     Compile {
+        release: Release,
         settings: Option<String>,
         input: String,
     },
@@ -42,7 +45,11 @@ fn main() -> ExitCode {
                 Err(e) => write_error(&e),
             };
         }
-        Command::Compile { settings, input } => compile(settings.as_deref(), &input),
+        Command::Compile {
+            release,
+            settings,
+            input,
+        } => compile(release, settings.as_deref(), &input),
         Command::Recover { input } => recover(&input),
     };
     match output {
@@ -53,6 +60,7 @@ fn main() -> ExitCode {
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Command, String> {
     let mut settings = None;
+    let mut release = None;
     let mut recover = false;
     let mut inputs = Vec::new();
     let mut args = args.peekable();
@@ -66,25 +74,48 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Command, String> {
             _ if arg.starts_with("--settings=") => {
                 settings = Some(arg["--settings=".len()..].to_owned());
             }
+            "--release" => {
+                release = Some(parse_release(
+                    &args.next().ok_or("--release needs a version")?,
+                )?);
+            }
+            _ if arg.starts_with("--release=") => {
+                release = Some(parse_release(&arg["--release=".len()..])?);
+            }
             _ if arg.starts_with('-') && arg != "-" => return Err(format!("unknown option {arg}")),
             _ => inputs.push(arg),
         }
     }
     let [input] = <[String; 1]>::try_from(inputs)
         .map_err(|_| "expected exactly one input file".to_owned())?;
-    match (recover, settings) {
-        (true, Some(_)) => Err("--settings does not apply to --recover".into()),
-        (true, None) => Ok(Command::Recover { input }),
-        (false, settings) => Ok(Command::Compile { settings, input }),
+    match (recover, settings, release) {
+        (true, Some(_), _) => Err("--settings does not apply to --recover".into()),
+        (true, _, Some(_)) => Err("--release does not apply to --recover".into()),
+        (true, None, None) => Ok(Command::Recover { input }),
+        (false, settings, release) => Ok(Command::Compile {
+            release: release.unwrap_or(Release::LATEST),
+            settings,
+            input,
+        }),
     }
 }
 
-fn compile(settings: Option<&str>, input: &str) -> Result<Value, String> {
+/// An exact supported version; anything else names the supported ones.
+fn parse_release(version: &str) -> Result<Release, String> {
+    version
+        .parse()
+        .map_err(|e: kfp_compiler::UnknownRelease| e.to_string())
+}
+
+fn compile(release: Release, settings: Option<&str>, input: &str) -> Result<Value, String> {
     let options = match settings {
-        None => CompileOptions::upstream_test(),
+        None => CompileOptions::from_settings_for(release, &Value::Object(Default::default()))
+            .map_err(|e| e.to_string())?,
         Some(path) => {
             let text = read(path)?;
-            CompileOptions::from_settings_json(&text).map_err(|e| one_line(path, &e))?
+            let settings: Value = serde_json::from_str(&text)
+                .map_err(|e| one_line(path, &format!("settings are not JSON: {e}")))?;
+            CompileOptions::from_settings_for(release, &settings).map_err(|e| one_line(path, &e))?
         }
     };
     let documents = documents(input)?;

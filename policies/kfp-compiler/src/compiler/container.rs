@@ -9,11 +9,14 @@ use crate::argo::{self, *};
 use crate::error::CompileError;
 use crate::gojson;
 use crate::proto::{self, Unknown, kubernetes};
+use crate::release::Feature;
 
 /// Images the SDK uses for Kubernetes-only tasks (PVC create/delete): driver only.
 const DUMMY_IMAGES: [&str; 2] = ["argostub/createpvc", "argostub/deletepvc"];
 
 const LAUNCHER_VOLUME: &str = "kfp-launcher";
+/// 2.14.4's executor CA bundle volume.
+const EXECUTOR_CA_VOLUME: &str = "ca-bundle";
 const LAUNCHER_MOUNT_PATH: &str = "/kfp-launcher";
 const LAUNCHER_PATH: &str = "/kfp-launcher/launch";
 /// Writable scratch directories of the user container: (volume, mount path).
@@ -104,12 +107,16 @@ impl Compiler<'_> {
             RUN_NAME,
             "--run_display_name",
             self.display_name,
-            "--pipeline_job_create_time_utc",
-            RUN_CREATION_TIME,
         ]
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
+        if self.has(Feature::CreateTimeFlag) {
+            args.extend([
+                "--pipeline_job_create_time_utc".into(),
+                RUN_CREATION_TIME.into(),
+            ]);
+        }
         for (flag, parameter) in [
             ("--dag_execution_id", input_parameter(PARAM_PARENT_DAG_ID)),
             ("--component", input_parameter(PARAM_COMPONENT)),
@@ -130,16 +137,21 @@ impl Compiler<'_> {
         }
         let uses_ca_bundle = self.push_driver_flags(&mut args);
         let options = self.options;
-        if let Some(user) = options.default_run_as_user {
-            args.extend(["--default_run_as_user".to_owned(), user.to_string()]);
+        if self.has(Feature::DefaultRunAs) {
+            if let Some(user) = options.default_run_as_user {
+                args.extend(["--default_run_as_user".to_owned(), user.to_string()]);
+            }
+            if let Some(group) = options.default_run_as_group {
+                args.extend(["--default_run_as_group".to_owned(), group.to_string()]);
+            }
+            if let Some(non_root) = options.default_run_as_non_root {
+                args.extend(["--default_run_as_non_root".to_owned(), non_root.to_string()]);
+            }
         }
-        if let Some(group) = options.default_run_as_group {
-            args.extend(["--default_run_as_group".to_owned(), group.to_string()]);
-        }
-        if let Some(non_root) = options.default_run_as_non_root {
-            args.extend(["--default_run_as_non_root".to_owned(), non_root.to_string()]);
-        }
-        if let Some(host_users) = options.default_host_users {
+        if let Some(host_users) = options
+            .default_host_users
+            .filter(|_| self.has(Feature::DefaultHostUsers))
+        {
             args.extend(["--default_host_users".to_owned(), host_users.to_string()]);
         }
 
@@ -168,7 +180,9 @@ impl Compiler<'_> {
             ]}),
         );
         let mut env = self.proxy_env();
-        env.extend(common_envs());
+        if self.has(Feature::ContainerDriverPodEnv) {
+            env.extend(common_envs());
+        }
         template.insert("container".into(), self.driver_container(args, env));
         self.finish_driver_template(&mut template, uses_ca_bundle);
         self.push_template(template);
@@ -214,13 +228,15 @@ impl Compiler<'_> {
         }
         let metadata = match self.kubernetes_configs.get(component) {
             Some(config) => {
-                let config =
-                    proto::canonicalize(&kubernetes::EXECUTOR_CONFIG, config, Unknown::Reject)
-                        .map_err(|e| {
-                            CompileError::Invalid(format!(
-                                "failed to unmarshal kubernetes config: {e}"
-                            ))
-                        })?;
+                let config = proto::canonicalize_for(
+                    self.options.release,
+                    &kubernetes::EXECUTOR_CONFIG,
+                    config,
+                    Unknown::Reject,
+                )
+                .map_err(|e| {
+                    CompileError::Invalid(format!("failed to unmarshal kubernetes config: {e}"))
+                })?;
                 config.get("podMetadata").cloned()
             }
             None => None,
@@ -360,7 +376,15 @@ impl Compiler<'_> {
                 "volumeMounts",
                 json!([{ "name": LAUNCHER_VOLUME, "mountPath": LAUNCHER_MOUNT_PATH }]),
             ),
-            ("resources", launcher_resources()),
+            (
+                "resources",
+                // 128Mi until 2.16.1 raised it (kubeflow/pipelines#13299).
+                launcher_resources(if self.has(Feature::LauncherMemory256Mi) {
+                    "256Mi"
+                } else {
+                    "128Mi"
+                }),
+            ),
         ]);
         template.insert("initContainers".into(), Value::Array(vec![launcher]));
         let mounts = SCRATCH_VOLUMES
@@ -381,11 +405,17 @@ impl Compiler<'_> {
             ("resources", json!({})),
         ]);
         template.insert("container".into(), user_container);
-        argo::set_runtime_role(&mut template, "launcher");
-        if options.ca_bundle.is_configured() {
+        self.set_runtime_role(&mut template, "launcher");
+        if self.uses_ca_bundle() {
             self.add_ca_bundle(&mut template);
         }
-        super::security::apply_to_executor_template(&mut template, options);
+        if self.has(Feature::SecurityContexts) {
+            super::security::apply_to_executor_template(
+                &mut template,
+                options,
+                self.has(Feature::DefaultRunAs),
+            );
+        }
         if task.get("retryPolicy").is_some() {
             template.insert(
                 "retryStrategy".into(),
@@ -398,13 +428,48 @@ impl Compiler<'_> {
                     }
                 }),
             );
-            let container = argo::object_field(&mut template, "container");
-            argo::array_field(container, "env").push(env_var("KFP_RETRY_INDEX", "{{retries}}"));
+            if self.has(Feature::RetryIndexEnv) {
+                let container = argo::object_field(&mut template, "container");
+                argo::array_field(container, "env").push(env_var("KFP_RETRY_INDEX", "{{retries}}"));
+            }
         }
         if let Some(metadata) = pod_metadata {
             extend_pod_metadata(&mut template, metadata);
         }
+        if !self.has(Feature::NoExecutorCaBundle) {
+            self.add_executor_ca_bundle(&mut template);
+        }
         template
+    }
+
+    /// 2.14.4's executor CA bundle: the `EXECUTOR_CABUNDLE_CONFIGMAP_NAME` config map's key
+    /// mounted as a file under `EXECUTOR_CABUNDLE_MOUNTPATH`, and named by the variables
+    /// Python requests, the AWS tools and OpenSSL read (gone in 2.15.0, #12382).
+    fn add_executor_ca_bundle(&self, template: &mut Map<String, Value>) {
+        let bundle = &self.options.executor_ca_bundle;
+        if bundle.config_map_name.is_empty() || bundle.config_map_key.is_empty() {
+            return;
+        }
+        let ca_file = format!("{}/{}", bundle.mount_path, bundle.config_map_key);
+        let cert_dirs = [
+            bundle.mount_path.as_str(),
+            "/etc/ssl/certs",
+            "/etc/pki/tls/certs",
+        ];
+        let volume =
+            json!({ "name": EXECUTOR_CA_VOLUME, "configMap": { "name": bundle.config_map_name } });
+        argo::array_field(template, "volumes").push(volume);
+        let container = argo::object_field(template, "container");
+        let env = argo::array_field(container, "env");
+        for name in ["REQUESTS_CA_BUNDLE", "AWS_CA_BUNDLE", "SSL_CERT_FILE"] {
+            env.push(env_var(name, &ca_file));
+        }
+        env.push(env_var("SSL_CERT_DIR", &cert_dirs.join(":")));
+        argo::array_field(container, "volumeMounts").push(json!({
+            "name": EXECUTOR_CA_VOLUME,
+            "mountPath": ca_file,
+            "subPath": bundle.config_map_key,
+        }));
     }
 }
 

@@ -8,6 +8,7 @@ use super::{Compiler, ROOT, component_ref, condition, dependent_tasks, is_exit_t
 use crate::argo::{self, *};
 use crate::error::CompileError;
 use crate::gojson;
+use crate::release::Feature;
 
 /// Where a task sits: its parent DAG's execution, and for loop bodies the iteration.
 #[derive(Default)]
@@ -234,7 +235,9 @@ impl Compiler<'_> {
                     "triggerPolicy.condition on importer task is not supported".into(),
                 ));
             }
-            let download = importer.get("downloadToWorkspace") == Some(&Value::Bool(true));
+            // `system-importer-workspace` from 2.15.0 (#12353).
+            let download = self.has(Feature::ImporterWorkspace)
+                && importer.get("downloadToWorkspace") == Some(&Value::Bool(true));
             let importer =
                 self.importer_task(name, task, &task_json, &inputs.parent_dag_id, download)?;
             return Ok(vec![Value::Object(importer)]);
@@ -294,13 +297,21 @@ impl Compiler<'_> {
         let component_name = component_ref(task);
         let component = self.use_component_spec(component_name)?;
         let driver_name = "iteration-driver";
+        // From 2.16.0 the iteration driver and the tasks of each iteration resolve inputs
+        // under the ParallelFor task's name (#12808); before, the iteration driver has no
+        // task name and an iteration's task is `iteration-item`.
+        let parallel_for_task = if self.has(Feature::IterationTaskName) {
+            Some(parallel_for_task)
+        } else {
+            None
+        };
         let (driver, outputs) = self.dag_driver_task(
             driver_name,
             DagDriverInputs {
                 component: &component,
                 parent_dag_id,
                 task: task_json,
-                task_name: parallel_for_task,
+                task_name: parallel_for_task.unwrap_or(""),
                 ..DagDriverInputs::default()
             },
         );
@@ -310,7 +321,7 @@ impl Compiler<'_> {
             TaskInputs {
                 parent_dag_id: input_parameter(PARAM_PARENT_DAG_ID),
                 iteration_index: Some(input_parameter(PARAM_ITERATION_INDEX)),
-                task_name: Some(parallel_for_task),
+                task_name: parallel_for_task,
                 ..TaskInputs::default()
             },
         )?;
@@ -362,7 +373,10 @@ impl Compiler<'_> {
         if !inputs.task.is_empty() {
             parameters.push(param_value(PARAM_TASK, inputs.task));
         }
-        if !inputs.task_name.is_empty() {
+        // Before 2.16.0 a DAG inside a ParallelFor iteration got no task name (#12808).
+        if !inputs.task_name.is_empty()
+            && (self.has(Feature::IterationTaskName) || inputs.task_name != "iteration-item")
+        {
             parameters.push(param_value(PARAM_TASK_NAME, inputs.task_name));
         }
         let template = self.add_dag_driver_template();

@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::Compiler;
 use crate::argo::{self, *};
+use crate::release::Feature;
 
 const CA_BUNDLE_DIR: &str = "/kfp/certs";
 const CA_CERT_PATH: &str = "/kfp/certs/ca.crt";
@@ -13,26 +14,45 @@ impl Compiler<'_> {
     /// Appends the flags every driver takes after its own; true when a CA bundle is used.
     pub(super) fn push_driver_flags(&self, args: &mut Vec<String>) -> bool {
         let options = self.options;
-        let pairs = [
+        let mut pairs = vec![
             ("--http_proxy", &options.proxy.http_proxy),
             ("--https_proxy", &options.proxy.https_proxy),
             ("--no_proxy", &options.proxy.no_proxy),
-            (
-                "--ml_pipeline_server_address",
-                &options.ml_pipeline_server.address,
-            ),
-            (
-                "--ml_pipeline_server_port",
-                &options.ml_pipeline_server.port,
-            ),
-            ("--mlmd_server_address", &options.mlmd_server.address),
-            ("--mlmd_server_port", &options.mlmd_server.port),
         ];
+        if self.has(Feature::ServerAddressFlags) {
+            pairs.extend([
+                (
+                    "--ml_pipeline_server_address",
+                    &options.ml_pipeline_server.address,
+                ),
+                (
+                    "--ml_pipeline_server_port",
+                    &options.ml_pipeline_server.port,
+                ),
+                ("--mlmd_server_address", &options.mlmd_server.address),
+                ("--mlmd_server_port", &options.mlmd_server.port),
+            ]);
+        }
         for (flag, value) in pairs {
             args.push(flag.to_owned());
             args.push(value.clone());
         }
         self.push_shared_flags(args)
+    }
+
+    /// Whether drivers, importer and executors mount a custom CA bundle: from 2.16.0 when
+    /// a secret or config map is named (#12572); in 2.15.0 only a secret, and only with
+    /// TLS on; never before.
+    pub(super) fn uses_ca_bundle(&self) -> bool {
+        let options = self.options;
+        if self.has(Feature::CustomCaVolume) {
+            options.ca_bundle.is_configured()
+        } else if self.has(Feature::Tls) {
+            !options.ca_bundle.secret_name.is_empty()
+                && (options.ml_pipeline_tls_enabled || options.metadata_tls_enabled)
+        } else {
+            false
+        }
     }
 
     /// Cache, TLS, CA and logging flags, as drivers and the importer take them.
@@ -41,13 +61,15 @@ impl Compiler<'_> {
         if options.cache_disabled {
             args.push("--cache_disabled".into());
         }
-        if options.ml_pipeline_tls_enabled {
-            args.push("--ml_pipeline_tls_enabled".into());
+        if self.has(Feature::Tls) {
+            if options.ml_pipeline_tls_enabled {
+                args.push("--ml_pipeline_tls_enabled".into());
+            }
+            if options.metadata_tls_enabled {
+                args.push("--metadata_tls_enabled".into());
+            }
         }
-        if options.metadata_tls_enabled {
-            args.push("--metadata_tls_enabled".into());
-        }
-        let uses_ca_bundle = options.ca_bundle.is_configured();
+        let uses_ca_bundle = self.uses_ca_bundle();
         if uses_ca_bundle {
             args.extend(["--ca_cert_path".to_owned(), CA_CERT_PATH.to_owned()]);
         }
@@ -101,8 +123,10 @@ impl Compiler<'_> {
         template: &mut Map<String, Value>,
         uses_ca_bundle: bool,
     ) {
-        argo::set_runtime_role(template, "driver");
-        super::security::apply_to_template(template);
+        self.set_runtime_role(template, "driver");
+        if self.has(Feature::SecurityContexts) {
+            super::security::apply_to_template(template);
+        }
         if uses_ca_bundle {
             self.add_ca_bundle(template);
         }
@@ -111,6 +135,19 @@ impl Compiler<'_> {
     /// Mounts the custom CA bundle (secret first, else config map) at `/kfp/certs`.
     pub(super) fn add_ca_bundle(&self, template: &mut Map<String, Value>) {
         let bundle = &self.options.ca_bundle;
+        if !self.has(Feature::CustomCaVolume) {
+            // 2.15.0: the whole secret as volume `ca-secret`.
+            if bundle.secret_name.is_empty() {
+                return;
+            }
+            let volume =
+                json!({ "name": "ca-secret", "secret": { "secretName": bundle.secret_name } });
+            argo::array_field(template, "volumes").push(volume);
+            let container = argo::object_field(template, "container");
+            argo::array_field(container, "volumeMounts")
+                .push(json!({ "name": "ca-secret", "mountPath": CA_BUNDLE_DIR }));
+            return;
+        }
         let key = if bundle.key_name.is_empty() {
             "ca.crt"
         } else {
@@ -159,9 +196,13 @@ impl Compiler<'_> {
             RUN_NAME.to_owned(),
             "--run_display_name".to_owned(),
             self.display_name.to_owned(),
-            "--pipeline_job_create_time_utc".to_owned(),
-            RUN_CREATION_TIME.to_owned(),
         ];
+        if self.has(Feature::CreateTimeFlag) {
+            args.extend([
+                "--pipeline_job_create_time_utc".into(),
+                RUN_CREATION_TIME.into(),
+            ]);
+        }
         for (flag, parameter) in [
             ("--dag_execution_id", input_parameter(PARAM_PARENT_DAG_ID)),
             ("--component", input_parameter(PARAM_COMPONENT)),

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use super::{Compiler, component_ref};
 use crate::argo::{self, *};
 use crate::error::CompileError;
+use crate::release::Feature;
 
 const WORKSPACE_VOLUME: &str = "kfp-workspace";
 const WORKSPACE_MOUNT_PATH: &str = "/kfp-workspace";
@@ -63,11 +64,21 @@ impl Compiler<'_> {
             "$(KFP_POD_NAME)".to_owned(),
             "--pod_uid".to_owned(),
             "$(KFP_POD_UID)".to_owned(),
-            "--mlmd_server_address".to_owned(),
-            options.mlmd_server.address.clone(),
-            "--mlmd_server_port".to_owned(),
-            options.mlmd_server.port.clone(),
         ];
+        // Literals from 2.15.0 (#12428); 2.14.4 read them from `metadata-grpc-configmap`.
+        let (address, port) = if self.has(Feature::ServerAddressFlags) {
+            (
+                options.mlmd_server.address.clone(),
+                options.mlmd_server.port.clone(),
+            )
+        } else {
+            (
+                "$(METADATA_GRPC_SERVICE_HOST)".to_owned(),
+                "$(METADATA_GRPC_SERVICE_PORT)".to_owned(),
+            )
+        };
+        args.extend(["--mlmd_server_address".to_owned(), address]);
+        args.extend(["--mlmd_server_port".to_owned(), port]);
         let uses_ca_bundle = self.push_shared_flags(&mut args);
 
         let mut template = argo::template(name);
@@ -104,11 +115,13 @@ impl Compiler<'_> {
             );
         }
         template.insert("container".into(), container);
-        argo::set_runtime_role(&mut template, "launcher");
+        self.set_runtime_role(&mut template, "launcher");
         if uses_ca_bundle {
             self.add_ca_bundle(&mut template);
         }
-        super::security::apply_to_template(&mut template);
+        if self.has(Feature::SecurityContexts) {
+            super::security::apply_to_template(&mut template);
+        }
         self.push_template(template);
         name.to_owned()
     }

@@ -20,6 +20,7 @@ use crate::gojson;
 use crate::hash::container_hash;
 use crate::options::CompileOptions;
 use crate::proto::{self, Unknown, deployment, pipeline, platform};
+use crate::release::Feature;
 
 pub use visit::ROOT;
 use visit::{ExecutorKind, Spec, Visit};
@@ -40,7 +41,9 @@ pub fn compile(
     options: &CompileOptions,
 ) -> Result<Value, CompileError> {
     // The deployment spec is a Struct in the spec; it is read once, as the typed config.
+    let release = options.release;
     let mut spec = proto::canonicalize_without(
+        release,
         &pipeline::PIPELINE_SPEC,
         pipeline_spec,
         Unknown::Reject,
@@ -65,9 +68,13 @@ pub fn compile(
         .filter(|deployment| !deployment.is_null())
     {
         Some(deployment) => {
-            let mut deployment =
-                proto::canonicalize(&deployment::DEPLOYMENT_CONFIG, deployment, Unknown::Discard)
-                    .map_err(CompileError::PipelineSpec)?;
+            let mut deployment = proto::canonicalize_for(
+                release,
+                &deployment::DEPLOYMENT_CONFIG,
+                deployment,
+                Unknown::Discard,
+            )
+            .map_err(CompileError::PipelineSpec)?;
             match deployment.get_mut("executors").map(Value::take) {
                 Some(Value::Object(executors)) => executors,
                 _ => Map::new(),
@@ -85,7 +92,7 @@ pub fn compile(
     let mut spec = Spec { root, components };
 
     let kubernetes = match platform_spec {
-        Some(document) => kubernetes_platform(document)?,
+        Some(document) => kubernetes_platform(document, release)?,
         None => None,
     };
     let runtime_config = runtime_config(job.runtime_config, &spec.root, options)?;
@@ -117,16 +124,25 @@ pub fn compile(
         compiler.visit(visit)?;
     }
     let mut workflow = compiler.into_workflow(pipeline_fields);
-    if let Some(patch) = &options.spec_patch {
+    // COMPILED_PIPELINE_SPEC_PATCH from 2.15.0 (#12317).
+    if let Some(patch) = options
+        .spec_patch
+        .as_ref()
+        .filter(|_| release.has(Feature::SpecPatch))
+    {
         spec_patch::apply(&mut workflow, patch)?;
     }
     Ok(workflow)
 }
 
 /// The `kubernetes` entry of a `PlatformSpec` document, canonical.
-fn kubernetes_platform(document: &Value) -> Result<Option<Value>, CompileError> {
-    let mut platform = proto::canonicalize(&platform::PLATFORM_SPEC, document, Unknown::Reject)
-        .map_err(CompileError::PlatformSpec)?;
+fn kubernetes_platform(
+    document: &Value,
+    release: crate::Release,
+) -> Result<Option<Value>, CompileError> {
+    let mut platform =
+        proto::canonicalize_for(release, &platform::PLATFORM_SPEC, document, Unknown::Reject)
+            .map_err(CompileError::PlatformSpec)?;
     Ok(platform
         .get_mut("platforms")
         .and_then(|platforms| platforms.get_mut("kubernetes"))
@@ -140,8 +156,13 @@ fn runtime_config(
     options: &CompileOptions,
 ) -> Result<Value, CompileError> {
     let mut config = match input {
-        Some(input) => proto::canonicalize(&pipeline::RUNTIME_CONFIG, input, Unknown::Reject)
-            .map_err(CompileError::PipelineJob)?,
+        Some(input) => proto::canonicalize_for(
+            options.release,
+            &pipeline::RUNTIME_CONFIG,
+            input,
+            Unknown::Reject,
+        )
+        .map_err(CompileError::PipelineJob)?,
         None => json!({}),
     };
     let config_fields = config
@@ -195,6 +216,18 @@ struct Compiler<'a> {
 }
 
 impl<'a> Compiler<'a> {
+    /// Whether the release compiled for behaves as `feature` describes.
+    fn has(&self, feature: Feature) -> bool {
+        self.options.release.has(feature)
+    }
+
+    /// The runtime-role annotation (2.17.0 on, kubeflow/pipelines#13441).
+    fn set_runtime_role(&self, template: &mut Map<String, Value>, role: &str) {
+        if self.has(Feature::RuntimeRole) {
+            argo::set_runtime_role(template, role);
+        }
+    }
+
     fn visit(&mut self, visit: &Visit) -> Result<(), CompileError> {
         match visit {
             Visit::Executor { name, label, kind } => {
@@ -323,10 +356,15 @@ impl<'a> Compiler<'a> {
                 .next()
                 .unwrap_or(self.pipeline_name)
         );
-        let mut security_context = json!({
-            "runAsNonRoot": true,
-            "seccompProfile": { "type": "RuntimeDefault" }
-        });
+        // Workflow-level defaults from 2.16.0 (#12782); before, only PIPELINE_RUN_AS_USER.
+        let mut security_context = if self.options.release.has(Feature::SecurityContexts) {
+            json!({
+                "runAsNonRoot": true,
+                "seccompProfile": { "type": "RuntimeDefault" }
+            })
+        } else {
+            json!({})
+        };
         if let Some(user) = self.options.pipeline_run_as_user {
             security_context["runAsUser"] = json!(user);
         }
@@ -347,7 +385,9 @@ impl<'a> Compiler<'a> {
                 "labels": { "pipelines.kubeflow.org/v2_component": "true" }
             }),
         );
-        spec.insert("securityContext".into(), security_context);
+        if security_context.as_object().is_some_and(|c| !c.is_empty()) {
+            spec.insert("securityContext".into(), security_context);
+        }
         spec.insert(
             "serviceAccountName".into(),
             self.options.service_account.as_str().into(),
@@ -356,13 +396,15 @@ impl<'a> Compiler<'a> {
             spec.insert("templates".into(), Value::Array(self.templates));
         }
         spec.extend(pipeline_fields);
+        let mut metadata = argo::object([("generateName", generate_name.into())]);
+        if !self.options.release.has(Feature::ArgoV4) {
+            // Kubernetes before 0.35 writes a zero `metav1.Time` as null.
+            metadata["creationTimestamp"] = Value::Null;
+        }
         argo::object([
             ("apiVersion", "argoproj.io/v1alpha1".into()),
             ("kind", "Workflow".into()),
-            (
-                "metadata",
-                argo::object([("generateName", generate_name.into())]),
-            ),
+            ("metadata", metadata),
             ("spec", Value::Object(spec)),
             ("status", json!({ "startedAt": null, "finishedAt": null })),
         ])

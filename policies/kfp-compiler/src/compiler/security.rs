@@ -21,20 +21,27 @@ pub fn apply_to_template(template: &mut Map<String, Value>) {
 
 /// The user's executor template: user images may run as root, so only the launcher init
 /// container must be non-root; admin defaults, when configured, override the user container.
-pub fn apply_to_executor_template(template: &mut Map<String, Value>, options: &CompileOptions) {
+///
+/// `admin_defaults`: whether the release reads `DEFAULT_SECURITY_CONTEXT_*` (#12859).
+pub fn apply_to_executor_template(
+    template: &mut Map<String, Value>,
+    options: &CompileOptions,
+    admin_defaults: bool,
+) {
     let pod = argo::object_field(template, "securityContext");
     pod.entry("seccompProfile")
         .or_insert_with(seccomp_runtime_default);
     if let Some(Value::Object(container)) = template.get_mut("container") {
         harden(container, false);
         let context = argo::object_field(container, "securityContext");
-        if let Some(user) = options.default_run_as_user {
+        let options = Some(options).filter(|_| admin_defaults);
+        if let Some(user) = options.and_then(|o| o.default_run_as_user) {
             context.insert("runAsUser".into(), json!(user));
         }
-        if let Some(group) = options.default_run_as_group {
+        if let Some(group) = options.and_then(|o| o.default_run_as_group) {
             context.insert("runAsGroup".into(), json!(group));
         }
-        if let Some(non_root) = options.default_run_as_non_root {
+        if let Some(non_root) = options.and_then(|o| o.default_run_as_non_root) {
             context.insert("runAsNonRoot".into(), json!(non_root));
         }
     }

@@ -3,6 +3,11 @@
 //! Maps merge key by key, `null` deletes, lists are replaced, except the `WorkflowSpec` lists
 //! Argo declares with a merge key, whose items merge by that key. `$patch: replace` and
 //! `$patch: delete` are honoured on maps. Nested lists inside merged items are replaced.
+//!
+//! KFP then decodes the patched JSON back into the workflow's existing spec with Go's
+//! `json.Unmarshal`, which keeps what the JSON leaves out: fields and map entries the patch
+//! deleted stay, and list items are decoded into the old item at the same index. [`overlay`]
+//! does the same, so a deletion in the patch changes nothing, as in KFP.
 
 use serde_json::{Map, Value};
 
@@ -34,8 +39,46 @@ pub fn apply(workflow: &mut Value, patch_text: &str) -> Result<(), CompileError>
     let Some(Value::Object(spec)) = workflow.get_mut("spec") else {
         return Ok(());
     };
-    merge_map(spec, patch, "")
-        .map_err(|e| CompileError::Invalid(format!("failed to apply workflow spec patch: {e}")))
+    let mut patched = spec.clone();
+    merge_map(&mut patched, patch, "")
+        .map_err(|e| CompileError::Invalid(format!("failed to apply workflow spec patch: {e}")))?;
+    for (key, value) in patched {
+        match spec.get_mut(&key) {
+            Some(old) => overlay(old, value),
+            None => {
+                spec.insert(key, value);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Go's `json.Unmarshal` of `new` into the value `old` holds: objects keep the keys `new`
+/// lacks, lists are decoded item by item into the old items and cut to `new`'s length,
+/// anything else is replaced.
+fn overlay(old: &mut Value, new: Value) {
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            for (key, value) in new {
+                match old.get_mut(&key) {
+                    Some(existing) => overlay(existing, value),
+                    None => {
+                        old.insert(key, value);
+                    }
+                }
+            }
+        }
+        (Value::Array(old), Value::Array(new)) => {
+            old.truncate(new.len());
+            for (index, value) in new.into_iter().enumerate() {
+                match old.get_mut(index) {
+                    Some(existing) => overlay(existing, value),
+                    None => old.push(value),
+                }
+            }
+        }
+        (old, new) => *old = new,
+    }
 }
 
 fn merge_map(
@@ -156,7 +199,28 @@ mod tests {
                 "serviceAccountName": "custom",
                 "podMetadata": {"labels": {"a": "1", "b": "2"}},
                 "templates": [{"name": "x", "inputs": {}, "activeDeadlineSeconds": 5}, {"name": "y"}, {"name": "z"}],
+                // Deleted by the patch, kept by Go's decoding into the existing spec.
+                "nodeSelector": {"old": "v"},
                 "tolerations": [{"key": "gpu", "operator": "Exists"}]
+            }})
+        );
+    }
+
+    #[test]
+    fn decoding_back_keeps_what_the_patch_deleted_and_merges_list_items_by_index() {
+        let mut workflow = json!({"spec": {
+            "templates": [{"name": "a", "x": 1}, {"name": "b", "y": 2}],
+            "podMetadata": {"labels": {"a": "1"}}
+        }});
+        let patch = r#"{"templates": [{"name": "a", "$patch": "delete"}],
+                        "podMetadata": {"labels": {"a": null}}}"#;
+        apply(&mut workflow, patch).unwrap();
+        // Item 0 of the patched list (b) decoded into old item 0 (a): b with a's `x`.
+        assert_eq!(
+            workflow,
+            json!({"spec": {
+                "templates": [{"name": "b", "x": 1, "y": 2}],
+                "podMetadata": {"labels": {"a": "1"}}
             }})
         );
     }

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use crate::error::CompileError;
 use crate::options::CompileOptions;
 use crate::quantity::Quantity;
+use crate::release::Feature;
 
 const WORKSPACE_VOLUME: &str = "kfp-workspace";
 /// The only keys a pipeline's `pvcSpecPatch` may set.
@@ -24,6 +25,9 @@ pub fn spec_fields(
         let workspace = &config["workspace"];
         let claim = workspace_claim(workspace, kubernetes, options)?;
         fields.insert("volumeClaimTemplates".into(), Value::Array(vec![claim]));
+    }
+    if !options.release.has(Feature::PipelineTimeouts) {
+        return Ok(fields);
     }
     let positive = |key: &str| {
         config
@@ -104,19 +108,27 @@ fn workspace_claim(
             }
         }
     }
+    let release = options.release;
     let has_access_modes = spec
         .get("accessModes")
         .and_then(Value::as_array)
         .is_some_and(|modes| !modes.is_empty());
-    if !has_access_modes {
+    if release.has(Feature::WorkspaceSpecChecks) && !has_access_modes {
         return Err(invalid(
             "workspace PVC spec must specify accessModes".into(),
         ));
     }
-    if spec.get("storageClassName").and_then(Value::as_str) == Some("") {
+    let storage_class = spec.get("storageClassName").and_then(Value::as_str);
+    if release.has(Feature::OptionalStorageClass) {
+        if storage_class == Some("") {
+            return Err(invalid(
+                "workspace PVC spec storageClassName must be omitted or set to a non-empty value"
+                    .into(),
+            ));
+        }
+    } else if release.has(Feature::WorkspaceSpecChecks) && storage_class.is_none_or(str::is_empty) {
         return Err(invalid(
-            "workspace PVC spec storageClassName must be omitted or set to a non-empty value"
-                .into(),
+            "workspace PVC spec must specify storageClassName".into(),
         ));
     }
     let quantity = Quantity::parse(size)
@@ -129,8 +141,12 @@ fn workspace_claim(
     let resources = crate::argo::object_field(&mut spec, "resources");
     let requests = crate::argo::object_field(resources, "requests");
     requests.insert("storage".into(), Value::String(quantity.canonical()));
+    let mut metadata = json!({ "name": WORKSPACE_VOLUME });
+    if !release.has(Feature::ArgoV4) {
+        metadata["creationTimestamp"] = Value::Null;
+    }
     Ok(crate::argo::object([
-        ("metadata", json!({ "name": WORKSPACE_VOLUME })),
+        ("metadata", metadata),
         ("spec", Value::Object(spec)),
         ("status", json!({})),
     ]))

@@ -4,7 +4,8 @@ use std::fmt;
 
 use serde_json::{Map, Number, Value};
 
-use super::{Field, Label, Message, Ty};
+use super::{Field, Label, Message, Ty, enum_value_known};
+use crate::release::Release;
 
 /// What to do with a key the message does not declare.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -55,26 +56,45 @@ impl Failure {
 
 type Result<T> = std::result::Result<T, Failure>;
 
-/// `input` parsed as `message` and written back as protojson does, keyed by JSON names.
-/// Default-valued implicit fields, empty lists and empty maps are left out; messages that
-/// are set stay, even when empty.
+/// How a release's `protojson` reads: its proto declarations, and unknown keys.
+#[derive(Clone, Copy)]
+struct Reading {
+    release: Release,
+    unknown: Unknown,
+}
+
+/// `input` parsed as `message` and written back as protojson does, keyed by JSON names,
+/// with the latest supported release's proto. Default-valued implicit fields, empty lists
+/// and empty maps are left out; messages that are set stay, even when empty.
 pub fn canonicalize(
     message: &'static Message,
     input: &Value,
     unknown: Unknown,
 ) -> std::result::Result<Value, ProtoError> {
-    canonicalize_without(message, input, unknown, &[])
+    canonicalize_for(Release::LATEST, message, input, unknown)
 }
 
-/// [`canonicalize`], with the named top-level `Struct` fields checked but left out of the
-/// result (for callers that read them another way and would only drop the copy).
+/// [`canonicalize`] with the proto as `release` declares it.
+pub fn canonicalize_for(
+    release: Release,
+    message: &'static Message,
+    input: &Value,
+    unknown: Unknown,
+) -> std::result::Result<Value, ProtoError> {
+    canonicalize_without(release, message, input, unknown, &[])
+}
+
+/// [`canonicalize_for`], with the named top-level `Struct` fields checked but left out of
+/// the result (for callers that read them another way and would only drop the copy).
 pub fn canonicalize_without(
+    release: Release,
     message: &'static Message,
     input: &Value,
     unknown: Unknown,
     left_out: &[&str],
 ) -> std::result::Result<Value, ProtoError> {
-    canonical_message(message, input, unknown, left_out).map_err(|failure| {
+    let reading = Reading { release, unknown };
+    canonical_message(message, input, reading, left_out).map_err(|failure| {
         let mut path = failure.reversed_path;
         path.reverse();
         ProtoError {
@@ -87,7 +107,7 @@ pub fn canonicalize_without(
 fn canonical_message(
     message: &'static Message,
     input: &Value,
-    unknown: Unknown,
+    reading: Reading,
     left_out: &[&str],
 ) -> Result<Value> {
     let Value::Object(fields) = input else {
@@ -100,8 +120,8 @@ fn canonical_message(
     let mut out = Map::new();
     let mut oneofs: Vec<(&'static str, &'static str)> = Vec::new();
     for (key, value) in fields {
-        let Some(field) = message.field(key) else {
-            if unknown == Unknown::Reject {
+        let Some(field) = message.field(key, reading.release) else {
+            if reading.unknown == Unknown::Reject {
                 return Err(Failure::new(format!(
                     "unknown field {key:?} in {}",
                     message.name
@@ -115,7 +135,7 @@ fn canonical_message(
             }
             continue;
         }
-        let canonical = canonical_field(field, value, unknown).map_err(|f| f.at(key))?;
+        let canonical = canonical_field(field, value, reading).map_err(|f| f.at(key))?;
         let Some(canonical) = canonical else {
             continue;
         };
@@ -135,7 +155,7 @@ fn canonical_message(
     Ok(Value::Object(out))
 }
 
-fn canonical_field(field: &Field, value: &Value, unknown: Unknown) -> Result<Option<Value>> {
+fn canonical_field(field: &Field, value: &Value, reading: Reading) -> Result<Option<Value>> {
     match field.label {
         Label::Repeated => {
             let items = match value {
@@ -150,7 +170,7 @@ fn canonical_field(field: &Field, value: &Value, unknown: Unknown) -> Result<Opt
             };
             let mut out = Vec::with_capacity(items.len());
             for (index, item) in items.iter().enumerate() {
-                out.push(element(field.ty, item, unknown).map_err(|f| f.at(&index.to_string()))?);
+                out.push(element(field.ty, item, reading).map_err(|f| f.at(&index.to_string()))?);
             }
             Ok((!out.is_empty()).then_some(Value::Array(out)))
         }
@@ -164,7 +184,7 @@ fn canonical_field(field: &Field, value: &Value, unknown: Unknown) -> Result<Opt
             for (key, item) in entries {
                 out.insert(
                     key.clone(),
-                    element(field.ty, item, unknown).map_err(|f| f.at(key))?,
+                    element(field.ty, item, reading).map_err(|f| f.at(key))?,
                 );
             }
             Ok((!out.is_empty()).then_some(Value::Object(out)))
@@ -174,7 +194,7 @@ fn canonical_field(field: &Field, value: &Value, unknown: Unknown) -> Result<Opt
             if value.is_null() && !matches!(field.ty, Ty::Value) {
                 return Ok(None);
             }
-            let canonical = element(field.ty, value, unknown)?;
+            let canonical = element(field.ty, value, reading)?;
             if field.label == Label::Implicit && is_default(field.ty, &canonical) {
                 return Ok(None);
             }
@@ -183,7 +203,7 @@ fn canonical_field(field: &Field, value: &Value, unknown: Unknown) -> Result<Opt
     }
 }
 
-fn element(ty: Ty, value: &Value, unknown: Unknown) -> Result<Value> {
+fn element(ty: Ty, value: &Value, reading: Reading) -> Result<Value> {
     if value.is_null() && !matches!(ty, Ty::Value) {
         return Err(Failure::new("null is not allowed here"));
     }
@@ -204,13 +224,18 @@ fn element(ty: Ty, value: &Value, unknown: Unknown) -> Result<Value> {
         Ty::Int64 => Ok(Value::String(integer(value)?.to_string())),
         Ty::Double => double(value),
         Ty::Enum(names) => match value {
-            Value::String(name) if names.contains(&name.as_str()) => Ok(value.clone()),
+            Value::String(name)
+                if names.contains(&name.as_str()) && enum_value_known(name, reading.release) =>
+            {
+                Ok(value.clone())
+            }
             Value::String(name) => Err(Failure::new(format!("unknown enum value {name:?}"))),
             Value::Number(_) => {
                 let n = integer(value)?;
                 Ok(usize::try_from(n)
                     .ok()
                     .and_then(|index| names.get(index))
+                    .filter(|name| enum_value_known(name, reading.release))
                     .map_or_else(
                         || Value::Number(n.into()),
                         |name| Value::String((*name).to_owned()),
@@ -218,7 +243,7 @@ fn element(ty: Ty, value: &Value, unknown: Unknown) -> Result<Value> {
             }
             other => Err(mismatch("an enum name", other)),
         },
-        Ty::Message(message) => canonical_message(message, value, unknown, &[]),
+        Ty::Message(message) => canonical_message(message, value, reading, &[]),
         Ty::Struct => match value {
             Value::Object(_) => Ok(value.clone()),
             other => Err(mismatch("an object", other)),

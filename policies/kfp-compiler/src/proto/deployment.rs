@@ -5,6 +5,7 @@ use super::Label::{Explicit, Implicit, Map, Oneof, Repeated};
 use super::Ty::{Bool, Double, Int32, Int64, Message as Msg, Struct};
 use super::pipeline::{ARTIFACT_TYPE_SCHEMA, VALUE_OR_RUNTIME_PARAMETER};
 use super::{Message, Ty, field};
+use crate::release::Release;
 
 const STRING: Ty = Ty::String;
 
@@ -146,7 +147,8 @@ pub static IMPORTER_SPEC: Message = Message {
             "download_to_workspace",
             Bool,
             Implicit,
-        ),
+        )
+        .since(Release::V2_15_0),
     ],
 };
 

@@ -6,6 +6,7 @@ use super::Label::{Explicit, Implicit, Map, Oneof, Repeated};
 use super::Ty::{Bool, Int32, Int64, Message as Msg};
 use super::pipeline::{INPUT_PARAMETER_SPEC, TASK_OUTPUT_PARAMETER};
 use super::{Message, Ty, field};
+use crate::release::Release;
 
 const STRING: Ty = Ty::String;
 const PARAMETER: Ty = Msg(&INPUT_PARAMETER_SPEC);
@@ -100,7 +101,8 @@ pub static EXECUTOR_CONFIG: Message = Message {
             "security_context",
             Msg(&SECURITY_CONTEXT),
             Explicit,
-        ),
+        )
+        .since(Release::V2_16_0),
     ],
 };
 
@@ -132,7 +134,7 @@ static SECRET_AS_ENV: Message = Message {
     fields: &[
         field("secretName", "secret_name", STRING, Implicit),
         field("keyToEnv", "key_to_env", Msg(&SECRET_KEY_TO_ENV), Repeated),
-        field("optional", "optional", Bool, Explicit),
+        field("optional", "optional", Bool, Explicit).since(Release::V2_15_0),
         field(
             "secretNameParameter",
             "secret_name_parameter",
@@ -173,7 +175,7 @@ static PVC_MOUNT: Message = Message {
             PARAMETER,
             Explicit,
         ),
-        field("subPath", "sub_path", STRING, Implicit),
+        field("subPath", "sub_path", STRING, Implicit).since(Release::V2_16_0),
     ],
 };
 
@@ -229,7 +231,7 @@ static CONFIG_MAP_AS_ENV: Message = Message {
             PARAMETER,
             Explicit,
         ),
-        field("optional", "optional", Bool, Explicit),
+        field("optional", "optional", Bool, Explicit).since(Release::V2_15_0),
     ],
 };
 

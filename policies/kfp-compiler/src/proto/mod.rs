@@ -12,7 +12,9 @@ pub mod kubernetes;
 pub mod pipeline;
 pub mod platform;
 
-pub use canon::{ProtoError, Unknown, canonicalize, canonicalize_without};
+pub use canon::{ProtoError, Unknown, canonicalize, canonicalize_for, canonicalize_without};
+
+use crate::release::Release;
 
 /// A field's type as protojson sees it.
 #[derive(Clone, Copy)]
@@ -54,6 +56,28 @@ pub struct Field {
     pub proto: &'static str,
     pub ty: Ty,
     pub label: Label,
+    /// The releases whose proto declares the field (a renumbered or renamed field is two
+    /// entries).
+    pub since: Release,
+    pub until: Release,
+}
+
+impl Field {
+    /// The field is new in `release`.
+    const fn since(mut self, release: Release) -> Field {
+        self.since = release;
+        self
+    }
+
+    /// The field is gone after `release`.
+    const fn until(mut self, release: Release) -> Field {
+        self.until = release;
+        self
+    }
+
+    fn declared_in(&self, release: Release) -> bool {
+        self.since <= release && release <= self.until
+    }
 }
 
 pub struct Message {
@@ -62,11 +86,25 @@ pub struct Message {
 }
 
 impl Message {
-    fn field(&self, key: &str) -> Option<&Field> {
+    /// The field named `key` (JSON or proto name) as `release` declares it.
+    fn field(&self, key: &str, release: Release) -> Option<&Field> {
         self.fields
             .iter()
-            .find(|field| field.json == key || field.proto == key)
+            .find(|field| (field.json == key || field.proto == key) && field.declared_in(release))
     }
+}
+
+/// Enum values a release added, by name: an older release does not know the name (and
+/// writes the number back as a number).
+const ENUM_VALUES_SINCE: [(&str, Release); 1] = [
+    // ParameterType.TASK_CONFIG, 2.15.0.
+    ("TASK_CONFIG", Release::V2_15_0),
+];
+
+fn enum_value_known(name: &str, release: Release) -> bool {
+    ENUM_VALUES_SINCE
+        .iter()
+        .all(|(value, since)| *value != name || release >= *since)
 }
 
 /// Shorthand for the message tables.
@@ -76,5 +114,7 @@ const fn field(json: &'static str, proto: &'static str, ty: Ty, label: Label) ->
         proto,
         ty,
         label,
+        since: Release::V2_14_4,
+        until: Release::V2_17_0,
     }
 }

@@ -4,6 +4,7 @@
 use super::Label::{Explicit, Implicit, Map, Oneof, Repeated};
 use super::Ty::{Bool, Double, Duration, Enum, Int32, Int64, Message as Msg, Struct, Value};
 use super::{Message, Ty, field};
+use crate::release::Release;
 
 const STRING: Ty = Ty::String;
 
@@ -139,7 +140,8 @@ pub static COMPONENT_SPEC: Message = Message {
             "task_config_passthroughs",
             Msg(&TASK_CONFIG_PASSTHROUGH),
             Repeated,
-        ),
+        )
+        .since(Release::V2_15_0),
     ],
 };
 
@@ -267,7 +269,7 @@ static INPUT_PARAMETER_DEFINITION: Message = Message {
         field("defaultValue", "default_value", Value, Explicit),
         field("isOptional", "is_optional", Bool, Implicit),
         field("description", "description", STRING, Implicit),
-        field("literals", "literals", Value, Repeated),
+        field("literals", "literals", Value, Repeated).since(Release::V2_16_0),
     ],
 };
 

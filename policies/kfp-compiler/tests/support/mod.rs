@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod releases;
+
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -316,6 +318,14 @@ fn walk(expected: &Value, got: &Value, path: &mut String, out: &mut Vec<Differen
                 path.truncate(length);
             }
         }
+        (Value::Array(e), Value::Array(g)) if all_scalars(e) && all_scalars(g) => {
+            // Argument lists and the like: one difference, as an edit script.
+            out.push(Difference {
+                path: path.clone(),
+                expected: format!("{} items", e.len()),
+                got: format!("{} items: {}", g.len(), edit_script(e, g)),
+            });
+        }
         (Value::Array(e), Value::Array(g)) => {
             for index in 0..e.len().max(g.len()) {
                 let length = path.len();
@@ -353,6 +363,43 @@ fn walk(expected: &Value, got: &Value, path: &mut String, out: &mut Vec<Differen
         }
         _ => push(out, path, Some(expected), Some(got)),
     }
+}
+
+fn all_scalars(items: &[Value]) -> bool {
+    items
+        .iter()
+        .all(|item| !item.is_array() && !item.is_object())
+}
+
+/// The items of `expected` missing from `got` (`-`) and those added (`+`), at their
+/// positions, from a longest common subsequence.
+fn edit_script(expected: &[Value], got: &[Value]) -> String {
+    let (n, m) = (expected.len(), got.len());
+    let mut lcs = vec![vec![0usize; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i][j] = if expected[i] == got[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    let mut edits = Vec::new();
+    while i < n || j < m {
+        if i < n && j < m && expected[i] == got[j] {
+            i += 1;
+            j += 1;
+        } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            edits.push(format!("+[{j}] {}", got[j]));
+            j += 1;
+        } else {
+            edits.push(format!("-[{i}] {}", expected[i]));
+            i += 1;
+        }
+    }
+    edits.join(", ")
 }
 
 fn floor_char(s: &str, mut index: usize) -> usize {
