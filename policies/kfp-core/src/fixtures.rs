@@ -27,6 +27,29 @@ pub fn settings() -> Settings {
     Settings::parse(&settings_text()).unwrap()
 }
 
+/// KFP 2.17.0, the target most tests render for.
+pub fn target() -> crate::Target {
+    crate::Target::of(Some("2.17.0")).unwrap()
+}
+
+/// What `settings` compile with for KFP 2.17.0.
+pub fn compile_options(settings: &Settings) -> kfp_compiler::CompileOptions {
+    settings.compile_options(&target()).unwrap()
+}
+
+/// Settings that make the API server KFP's compiler test environment, as upstream's goldens
+/// were compiled in: every variable of the default install unset.
+pub fn upstream_test_settings() -> Settings {
+    let install = target().install_settings();
+    let unset: serde_json::Map<String, Value> = install
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|key| (key.clone(), Value::Null))
+        .collect();
+    Settings::parse(&Value::Object(unset).to_string()).unwrap()
+}
+
 /// The workflow embedded in an SWF given as JSON text, in either storage form.
 pub fn embedded(swf_json: &str) -> Value {
     let swf: Value = serde_json::from_str(swf_json).unwrap();

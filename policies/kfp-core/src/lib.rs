@@ -4,8 +4,10 @@
 //! adds its own steps (see `kfp-downstream-example`). Native tests and benchmarks call the same
 //! functions the component runs.
 //!
+//! - [`Target`]: which release's compiler a target version gets (the five releases compiled
+//!   exactly, and patch releases with the same compiler); anything else is unsupported.
 //! - [`Settings`]: the KFP API server variables a render compiles with (`V2_DRIVER_IMAGE`, ...),
-//!   parsed and validated from the settings JSON.
+//!   on top of the target's environment, parsed and validated from the settings JSON.
 //! - [`render_swf`] / [`render_swf_with`]: recover the pipeline a ScheduledWorkflow carries,
 //!   compile it for the settings with `kfp-compiler`, wrap it as KFP's API server does, and
 //!   stamp it.
@@ -17,12 +19,14 @@ pub mod args;
 mod rebuild;
 mod render;
 mod settings;
+pub mod target;
 
 pub use args::{FlagSpec, FlagStyle};
 pub use kfp_compiler;
 pub use rebuild::should_rebuild;
 pub use render::{LAUNCHER_CONTAINER, rebuild_workflow, render_swf, render_swf_with};
-pub use settings::{Notify, Settings, render_settings_digest};
+pub use settings::{API_SERVER_ENV_KEY, Notify, Settings, render_settings_digest};
+pub use target::Target;
 
 use pipewarden_guest::workflow::{event_is_completed, exit_handler_of};
 use pipewarden_guest::{Eligibility, Tombstone, WorkflowEvent};

@@ -6,19 +6,25 @@ use pipewarden_guest::{
 };
 
 use crate::settings::render_settings_digest;
+use crate::target::Target;
 
 /// Whether the SWF in `input` should be re-rendered now. Reasons are short sentences for the
 /// operator.
 ///
+/// - A target this policy cannot compile for exactly (unknown, or not a supported release) is
+///   skipped for every SWF, marked unsupported: nothing is rendered for it.
 /// - Reference-only SWFs are always skipped, marked not rebuildable: they embed no workflow (KFP
 ///   compiles them at run time), so there is no pipeline to recover.
 /// - `always` rebuilds (the host writes only if the render differs).
 /// - `on-version-change` rebuilds when the version stamp is missing or differs from the target,
 ///   when there is no render-hash stamp, or when the live spec no longer matches it (an
-///   out-of-band edit), or when the settings differ from those the last render stamped; with
-///   the target unknown, only drift or changed settings trigger a rebuild.
+///   out-of-band edit), or when the settings differ from those the last render stamped.
 /// - `disable` skips, saying what `on-version-change` would have done.
 pub fn should_rebuild(input: &RebuildInput) -> RebuildDecision {
+    let target = match Target::of(input.target_version.as_deref()) {
+        Ok(target) => target,
+        Err(why) => return RebuildDecision::Skip(pipewarden_guest::unsupported_target(&why)),
+    };
     // Most answers need only this cheap scan; the SWF is parsed when drift must be checked.
     let reference_only = match is_reference_only_json(&input.swf) {
         Ok(reference_only) => reference_only,
@@ -41,17 +47,19 @@ pub fn should_rebuild(input: &RebuildInput) -> RebuildDecision {
     }
     match input.policy {
         RebuildPolicy::Always => RebuildDecision::Rebuild("Rebuild policy is always.".to_owned()),
-        RebuildPolicy::OnVersionChange => version_check(input),
-        RebuildPolicy::Disable => RebuildDecision::Skip(match version_check(input) {
-            RebuildDecision::Rebuild(why) => {
-                format!("Rebuild policy is disable; would rebuild: {why}")
-            }
-            RebuildDecision::Skip(why) => format!("Rebuild policy is disable; {why}"),
-        }),
+        RebuildPolicy::OnVersionChange => version_check(input, target.version),
+        RebuildPolicy::Disable => {
+            RebuildDecision::Skip(match version_check(input, target.version) {
+                RebuildDecision::Rebuild(why) => {
+                    format!("Rebuild policy is disable; would rebuild: {why}")
+                }
+                RebuildDecision::Skip(why) => format!("Rebuild policy is disable; {why}"),
+            })
+        }
     }
 }
 
-fn version_check(input: &RebuildInput) -> RebuildDecision {
+fn version_check(input: &RebuildInput, target: &str) -> RebuildDecision {
     let stamps = &input.stamps;
     // Parsing and digesting are the costly part: done once, and only when the answer needs it.
     let live = std::cell::OnceCell::new();
@@ -67,17 +75,6 @@ fn version_check(input: &RebuildInput) -> RebuildDecision {
     let settings_changed = || {
         let stamped = live().as_ref()?.annotation(SETTINGS_HASH_ANNOTATION)?;
         Some(stamped != render_settings_digest(&input.settings))
-    };
-    let Some(target) = input.target_version.as_deref().filter(|t| !t.is_empty()) else {
-        return if drifted() == Some(true) {
-            RebuildDecision::Rebuild(DRIFTED.to_owned())
-        } else if settings_changed() == Some(true) {
-            RebuildDecision::Rebuild(SETTINGS_CHANGED.to_owned())
-        } else {
-            RebuildDecision::Skip(
-                "Target version unknown; nothing to compare the stamp with.".to_owned(),
-            )
-        };
     };
     match stamps.version.as_deref() {
         None => RebuildDecision::Rebuild(format!("No version stamp; target is {target}.")),

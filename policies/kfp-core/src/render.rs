@@ -1,17 +1,20 @@
-//! Rendering: the ScheduledWorkflow KFP's API server would write today for the pipeline an SWF
-//! carries. The IR is recovered from the embedded workflow, compiled for the settings with
-//! `kfp-compiler` (a port of KFP 2.17.0's Argo compiler), and wrapped as the API server wraps
-//! a compile when it writes an SWF (`backend/src/apiserver/template/v2_template.go`,
-//! `ScheduledWorkflow`).
+//! Rendering: the ScheduledWorkflow the target release's KFP API server would write today for
+//! the pipeline an SWF carries. The IR is recovered from the embedded workflow, compiled with
+//! `kfp-compiler` for the target's release and environment, and wrapped as that release's API
+//! server wraps a compile when it writes an SWF (`backend/src/apiserver/template/
+//! v2_template.go`, `ScheduledWorkflow`). A target this policy cannot compile for exactly is
+//! never rendered.
 
-use kfp_compiler::{RecoverError, compile_job, recover_ir};
+use kfp_compiler::{CompileOptions, RecoverError, Release, compile_job, recover_ir};
 use pipewarden_guest::swf::{EmbeddedWorkflow, SpecForm};
 use pipewarden_guest::{
     RENDER_HASH_ANNOTATION, SETTINGS_HASH_ANNOTATION, Swf, VERSION_ANNOTATION, not_rebuildable,
+    unsupported_target,
 };
 use serde_json::{Map, Value, json};
 
 use crate::Settings;
+use crate::target::Target;
 
 /// Name of the init container that copies the launcher binary into each executor pod.
 pub const LAUNCHER_CONTAINER: &str = "kfp-launcher";
@@ -19,13 +22,15 @@ pub const LAUNCHER_CONTAINER: &str = "kfp-launcher";
 const ISTIO_SIDECAR_ANNOTATION: &str = "sidecar.istio.io/inject";
 const ISTIO_SIDECAR_DISABLED: &str = "false";
 
-/// The desired SWF for `swf_json`: its pipeline recompiled ([`rebuild_workflow`]), written back
-/// as a compact JSON string, then stamped with `target_version` (when known), the render
+/// The desired SWF for `swf_json`: its pipeline recompiled for the target ([`rebuild_workflow`]),
+/// written back as a compact JSON string, then stamped with the target version, the render
 /// digest and the settings digest.
 ///
 /// Only `spec` and the stamp annotations change; `status` and every other field are kept. The
 /// output is canonical JSON, so rendering a render gives the same bytes. An SWF whose IR cannot
-/// be recovered is an error marked [`pipewarden_guest::NOT_REBUILDABLE_PREFIX`].
+/// be recovered is an error marked [`pipewarden_guest::NOT_REBUILDABLE_PREFIX`]; a target this
+/// policy cannot compile for exactly (an unknown or unsupported version, or settings that
+/// release does not read) one marked [`pipewarden_guest::UNSUPPORTED_TARGET_PREFIX`].
 pub fn render_swf(
     swf_json: &str,
     target_version: Option<&str>,
@@ -42,13 +47,15 @@ pub fn render_swf_with(
     settings: &Settings,
     extra: impl FnOnce(&mut EmbeddedWorkflow) -> Result<(), String>,
 ) -> Result<String, String> {
+    let target = Target::of(target_version).map_err(|why| unsupported_target(&why))?;
+    let compile = settings
+        .compile_options(&target)
+        .map_err(|why| unsupported_target(&format!("cannot compile with these settings: {why}")))?;
     let mut swf = Swf::from_json(swf_json).map_err(|e| e.to_string())?;
-    let mut workflow = rebuild_workflow(&mut swf, settings)?;
+    let mut workflow = rebuild_workflow(&mut swf, &compile)?;
     extra(&mut workflow)?;
     swf.set_embedded_workflow(&workflow);
-    if let Some(version) = target_version.filter(|version| !version.is_empty()) {
-        swf.set_annotation(VERSION_ANNOTATION, version);
-    }
+    swf.set_annotation(VERSION_ANNOTATION, target.version);
     let digest = swf.render_digest_with(&workflow);
     swf.set_annotation(RENDER_HASH_ANNOTATION, &digest);
     swf.set_annotation(SETTINGS_HASH_ANNOTATION, &settings.source_digest);
@@ -64,7 +71,10 @@ pub fn render_swf_with(
 /// runtime config as they did when the API server compiled the job. They cannot be rebuilt from
 /// the workflow, whose root runtime config also holds the defaults the compiler filled in. The
 /// API server adds no labels to a v2 SWF: the compiled workflow's own are all it carries.
-pub fn rebuild_workflow(swf: &mut Swf, settings: &Settings) -> Result<EmbeddedWorkflow, String> {
+pub fn rebuild_workflow(
+    swf: &mut Swf,
+    compile: &CompileOptions,
+) -> Result<EmbeddedWorkflow, String> {
     let Some(live) = swf.embedded_workflow().map_err(|e| e.to_string())? else {
         return Err(not_rebuildable(
             "reference-only SWF: it embeds no workflow, KFP compiles its pipeline version at \
@@ -74,10 +84,9 @@ pub fn rebuild_workflow(swf: &mut Swf, settings: &Settings) -> Result<EmbeddedWo
     let recovered = recover_ir(&live.value).map_err(|error| recover_failure(&error))?;
     let mut job = recovered.pipeline_job();
     merge_job_parameters(&mut job, &swf.parameters());
-    let compiled =
-        compile_job(&job, recovered.platform_spec.as_ref(), &settings.compile).map_err(|e| {
-            format!("the pipeline recovered from spec.workflow.spec does not compile: {e}")
-        })?;
+    let compiled = compile_job(&job, recovered.platform_spec.as_ref(), compile).map_err(|e| {
+        format!("the pipeline recovered from spec.workflow.spec does not compile: {e}")
+    })?;
     let mut workflow = EmbeddedWorkflow {
         value: compiled,
         form: SpecForm::String,
@@ -85,7 +94,7 @@ pub fn rebuild_workflow(swf: &mut Swf, settings: &Settings) -> Result<EmbeddedWo
     if let Some(namespace) = swf.namespace().filter(|n| !n.is_empty()) {
         set_namespace(&mut workflow.value, namespace);
     }
-    let account = wrap_service_account(swf, &mut workflow)?;
+    let account = wrap_service_account(swf, &mut workflow, compile)?;
     annotate_templates(&mut workflow)?;
     swf_spec_mut(swf)?.insert("serviceAccount".to_owned(), json!(account));
     Ok(workflow)
@@ -119,10 +128,23 @@ fn set_namespace(workflow: &mut Value, namespace: &str) {
     }
 }
 
-/// KFP's `setDefaultServiceAccount`: the recurring run's own account (the SWF's
-/// `spec.serviceAccount`) wins; otherwise the compile's, which is already the configured
-/// default (`DEFAULTPIPELINERUNNERSERVICEACCOUNT`). Returns the account in force.
-fn wrap_service_account(swf: &Swf, workflow: &mut EmbeddedWorkflow) -> Result<String, String> {
+/// Since 2.17.0 the API server applies the recurring run's service account to its workflow
+/// whatever the compile chose (kubeflow/pipelines#13325).
+const JOB_SERVICE_ACCOUNT_SINCE: Release = Release::V2_17_0;
+
+/// The service account of the wrapped workflow, as the release's API server chooses it, also
+/// returned for the SWF's `spec.serviceAccount`. KFP's `setDefaultServiceAccount`: the
+/// recurring run's own account (the SWF's `spec.serviceAccount`) wins; without one, an empty or
+/// SDK-default (`pipeline-runner`) account becomes the configured default
+/// (`DEFAULTPIPELINERUNNERSERVICEACCOUNT`). Before 2.17.0 it ran only when the compile left the
+/// account empty, which the compiler never does (it writes the configured default), so the
+/// recurring run's account was not applied (kubeflow/pipelines#13325 changed that).
+fn wrap_service_account(
+    swf: &Swf,
+    workflow: &mut EmbeddedWorkflow,
+    compile: &CompileOptions,
+) -> Result<String, String> {
+    const SDK_DEFAULT_ACCOUNT: &str = "pipeline-runner";
     let job_account = swf
         .spec()
         .and_then(|spec| spec.get("serviceAccount"))
@@ -132,14 +154,22 @@ fn wrap_service_account(swf: &Swf, workflow: &mut EmbeddedWorkflow) -> Result<St
     let spec = workflow
         .workflow_spec_mut()
         .ok_or("the compiled workflow has no spec")?;
-    if !job_account.is_empty() {
-        spec.insert("serviceAccountName".to_owned(), json!(job_account));
-    }
-    Ok(spec
+    let compiled = spec
         .get("serviceAccountName")
         .and_then(Value::as_str)
         .unwrap_or("")
-        .to_owned())
+        .to_owned();
+    let applies = compile.release >= JOB_SERVICE_ACCOUNT_SINCE || compiled.is_empty();
+    let account = match () {
+        _ if !applies => compiled,
+        _ if !job_account.is_empty() => job_account,
+        _ if compiled.is_empty() || compiled == SDK_DEFAULT_ACCOUNT => {
+            compile.service_account.clone()
+        }
+        _ => compiled,
+    };
+    spec.insert("serviceAccountName".to_owned(), json!(account));
+    Ok(account)
 }
 
 /// `sidecar.istio.io/inject: "false"` on every template that does not set it.
@@ -193,5 +223,7 @@ fn merge_job_parameters(job: &mut Value, parameters: &[(String, Value)]) {
     }
 }
 
+#[cfg(test)]
+mod releases;
 #[cfg(test)]
 mod tests;

@@ -1,18 +1,33 @@
 //! The settings JSON of the default KFP policy: the KFP API server variables a render compiles
 //! with, and which completed workflows get an exit notification.
+//!
+//! A render compiles with the environment of the target release's API server: the release's
+//! default install (the shipped `settings/kfp-<version>.json`), or, when the host reads it live
+//! from the API server's Deployment (`--settings-from`), that environment; the variables the
+//! settings name go on top. A variable the target release does not read is refused, naming it,
+//! so settings meant for one release never shape another's compile.
 
-use kfp_compiler::CompileOptions;
+use kfp_compiler::{CompileOptions, Release};
 use pipewarden_guest::canonical::{digest, settings_digest};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-/// Everything a render needs besides the SWF: the KFP API server's own variables, read as
-/// [`CompileOptions`], and `notify`. Keys KFP does not read are ignored, as the API server
-/// ignores unrelated variables, so a Deployment's `env` can be copied as it is.
+use crate::target::{TARGETS, Target};
+
+/// The settings key under which the host hands over the KFP API server's environment, read
+/// from its Deployment (`pipewarden run --settings-from deployment/NAMESPACE/NAME`).
+pub const API_SERVER_ENV_KEY: &str = "pipewarden.io/api-server-env";
+
+/// Everything a render needs besides the SWF and the target, and `notify`. Keys KFP does not
+/// read are ignored, as the API server ignores unrelated variables, so a Deployment's `env` can
+/// be copied as it is.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
-    /// What the render compiles with (`V2_DRIVER_IMAGE`, `PIPELINE_LOG_LEVEL`, ...).
-    pub compile: CompileOptions,
+    /// The KFP API server variables the settings name: on top of the target's environment.
+    pub variables: Map<String, Value>,
+    /// The API server's own environment, when the host read it from its Deployment: the base
+    /// instead of the target's default install.
+    pub api_server_env: Option<Map<String, Value>>,
     /// Which completed workflows get an exit notification (`exit-eligibility`); renders do not
     /// read it, and it is left out of [`source_digest`](Self::source_digest).
     pub notify: Notify,
@@ -117,21 +132,113 @@ impl Settings {
             Some(notify) => serde_json::from_value(notify.clone())
                 .map_err(|e| invalid(format!("notify: {e}")))?,
         };
-        let compile = CompileOptions::from_settings(value).map_err(|e| invalid(e.to_string()))?;
-        check_image("V2_DRIVER_IMAGE", &compile.driver_image).map_err(invalid)?;
-        check_image("V2_LAUNCHER_IMAGE", &compile.launcher_image).map_err(invalid)?;
-        if !is_dns_subdomain(&compile.service_account) {
-            return Err(invalid(format!(
-                "DEFAULTPIPELINERUNNERSERVICEACCOUNT {:?} is not a valid ServiceAccount name",
-                compile.service_account
-            )));
-        }
+        let api_server_env = match fields.get(API_SERVER_ENV_KEY) {
+            None => None,
+            Some(Value::Object(env)) => Some(env.clone()),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "{API_SERVER_ENV_KEY} must be an object of variables, got {}",
+                    pipewarden_guest::swf::json_type(other)
+                )));
+            }
+        };
+        let variables: Map<String, Value> = fields
+            .iter()
+            .filter(|(key, _)| *key != "notify" && *key != API_SERVER_ENV_KEY)
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
         Ok(Settings {
-            compile,
+            variables,
+            api_server_env,
             notify,
             source_digest,
         })
     }
+
+    /// Whether some supported release compiles with these settings (`validate-settings`);
+    /// which one does is the target's to say, at render. A value no release accepts (a
+    /// boolean that is not one, an image with spaces) is refused here, naming the key.
+    pub fn validate(&self) -> Result<(), String> {
+        let errors: Vec<String> = TARGETS
+            .iter()
+            .filter(|target| target.version == target.release.as_str())
+            .map(|target| self.compile_options(target))
+            .filter_map(Result::err)
+            .collect();
+        match errors.last() {
+            Some(latest) if errors.len() == Release::ALL.len() => Err(format!(
+                "invalid settings: no supported KFP release compiles with them; {latest}"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// What a render for `target` compiles with: the target's environment (the API server's
+    /// own, or its release's default install) with these settings' variables on top, read as
+    /// that release reads them. A variable the release does not read, or an image tagged for
+    /// another release, is refused with a sentence naming it.
+    pub fn compile_options(&self, target: &Target) -> Result<CompileOptions, String> {
+        let release = target.release;
+        let mut environment = match &self.api_server_env {
+            // The API server ignores what it does not read, and so does its compile here.
+            Some(env) => env
+                .iter()
+                .filter(|(key, _)| release.reads(key))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+            None => match target.install_settings() {
+                Value::Object(install) => install,
+                _ => Map::new(),
+            },
+        };
+        // A variable set to null is unset: the API server without it.
+        for (key, value) in &self.variables {
+            if value.is_null() {
+                environment.remove(key);
+            } else {
+                environment.insert(key.clone(), value.clone());
+            }
+        }
+        let compile = CompileOptions::from_settings_for(release, &Value::Object(environment))
+            .map_err(|e| format!("KFP {}: {e}", target.version))?;
+        for (field, image) in [
+            ("V2_DRIVER_IMAGE", &compile.driver_image),
+            ("V2_LAUNCHER_IMAGE", &compile.launcher_image),
+        ] {
+            check_image(field, image)?;
+            check_image_release(field, image, target.version)?;
+        }
+        if !is_dns_subdomain(&compile.service_account) {
+            return Err(format!(
+                "DEFAULTPIPELINERUNNERSERVICEACCOUNT {:?} is not a valid ServiceAccount name",
+                compile.service_account
+            ));
+        }
+        Ok(compile)
+    }
+}
+
+/// An image tagged with a KFP release (`...:2.16.1`) must be the target's: a driver or
+/// launcher of another release rejects flags (or lacks ones) this compile passes. Digests,
+/// `latest` and a distribution's own tags are the operator's to vouch for.
+fn check_image_release(field: &str, image: &str, version: &str) -> Result<(), String> {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let name = without_digest.rsplit('/').next().unwrap_or(without_digest);
+    let Some((_, tag)) = name.rsplit_once(':') else {
+        return Ok(());
+    };
+    let tag = tag.strip_prefix('v').unwrap_or(tag);
+    let is_release = tag.split('.').count() == 3
+        && tag
+            .split('.')
+            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
+    if is_release && tag != version {
+        return Err(format!(
+            "{field} {image:?} is tagged for KFP {tag}, not the target {version}: a driver or \
+             launcher of one release cannot run another release's compile"
+        ));
+    }
+    Ok(())
 }
 
 fn check_image(field: &str, image: &str) -> Result<(), String> {

@@ -1,8 +1,10 @@
 //! The default pipewarden policy for Kubeflow Pipelines.
 //!
-//! Renders ScheduledWorkflows by recompiling the pipeline they carry with KFP 2.17.0's compiler
-//! (ported in `kfp-compiler`) for the API server variables its settings name (see
-//! `settings/kfp-2.17.0.json` and the README), decides rebuilds from the version and
+//! Renders ScheduledWorkflows by recompiling the pipeline they carry with the target KFP
+//! release's own compiler (ported in `kfp-compiler`: 2.14.4 to 2.17.0, exactly) for that
+//! release's environment (its default install, `settings/kfp-<version>.json`, or the API
+//! server's own, read live by the host) and the variables its settings name (see the README);
+//! a target it cannot compile for exactly is never rendered. Decides rebuilds from the version and
 //! render-hash stamps, applies Argo 4.1's stale-copy rules to workflow events and notifies the
 //! completions its `notify` setting names (workflows with an exit handler, or all). The logic
 //! is in [`kfp_core`], where native callers (tests, benchmarks) should reach it; this crate
@@ -20,7 +22,7 @@ pub struct KfpDefault;
 
 impl Policy for KfpDefault {
     fn validate_settings(settings: String) -> Result<(), String> {
-        Settings::parse(&settings).map(drop)
+        Settings::parse(&settings)?.validate()
     }
 
     fn should_rebuild(input: RebuildInput) -> RebuildDecision {

@@ -113,7 +113,7 @@ pub struct KfpDownstream;
 
 impl Policy for KfpDownstream {
     fn validate_settings(settings: String) -> Result<(), String> {
-        DownstreamSettings::parse(&settings).map(drop)
+        DownstreamSettings::parse(&settings)?.base.validate()
     }
 
     fn should_rebuild(input: RebuildInput) -> RebuildDecision {

@@ -4,7 +4,10 @@ use pipewarden_guest::swf::render_digest;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::fixtures::{self, embedded, settings, swf_json, template, upstream_file};
+use crate::fixtures::{
+    self, compile_options, embedded, settings, swf_json, template, upstream_file,
+    upstream_test_settings,
+};
 
 const TARGET: Option<&str> = Some("2.17.0");
 
@@ -14,12 +17,6 @@ fn render(name: &str) -> String {
 
 fn parsed(text: &str) -> Value {
     serde_json::from_str(text).unwrap()
-}
-
-/// Settings that are KFP's compiler test environment (nothing set), as upstream's goldens were
-/// compiled in.
-fn upstream_test_settings() -> Settings {
-    Settings::parse("{}").unwrap()
 }
 
 /// An SWF as KFP's API server writes one around `workflow` (its `ScheduledWorkflow`): the
@@ -63,7 +60,7 @@ fn kfp_2_3_0_compile_is_rebuilt_to_the_2_17_0_compile_of_its_ir() {
         serde_json::from_str(&upstream_file("kfp-2.3.0/ir/create_pod_metadata.json")).unwrap();
     for (settings, options) in [
         (upstream_test_settings(), CompileOptions::upstream_test()),
-        (settings(), settings().compile),
+        (settings(), compile_options(&settings())),
     ] {
         let live = swf_as_api_server_writes(old.clone(), "team-a", "default-editor");
         let rendered = parsed(&render_swf(&live.to_string(), TARGET, &settings).unwrap());
@@ -148,13 +145,27 @@ fn stamps_version_and_render_hash() {
 }
 
 #[test]
-fn unknown_target_stamps_only_the_hash() {
-    for target in [None, Some("")] {
-        let out = parsed(&render_swf(&swf_json("kfp-2.3.yaml"), target, &settings()).unwrap());
-        let annotations = &out["metadata"]["annotations"];
-        assert!(annotations.get(VERSION_ANNOTATION).is_none(), "{target:?}");
-        assert!(annotations[RENDER_HASH_ANNOTATION].is_string());
+fn an_unknown_or_unsupported_target_is_never_rendered() {
+    for target in [
+        None,
+        Some(""),
+        Some("unknown"),
+        Some("2.18.0"),
+        Some("2.16.1-dev"),
+    ] {
+        let error = render_swf(&swf_json("kfp-2.3.yaml"), target, &settings()).unwrap_err();
+        assert!(
+            error.starts_with(pipewarden_guest::UNSUPPORTED_TARGET_PREFIX),
+            "{target:?}: {error}"
+        );
     }
+    // Settings naming a variable the target release does not read: unsupported too.
+    let error = render_swf(&swf_json("kfp-2.3.yaml"), Some("2.16.1"), &settings()).unwrap_err();
+    assert!(
+        error.starts_with(pipewarden_guest::UNSUPPORTED_TARGET_PREFIX)
+            && error.contains("DEFAULT_SECURITY_CONTEXT_HOST_USERS"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -6,7 +6,9 @@ use crate::fixtures;
 fn with(edit: impl FnOnce(&mut serde_json::Value)) -> Result<Settings, String> {
     let mut value: serde_json::Value = serde_json::from_str(&fixtures::settings_text()).unwrap();
     edit(&mut value);
-    Settings::parse(&value.to_string())
+    let settings = Settings::parse(&value.to_string())?;
+    settings.validate()?;
+    Ok(settings)
 }
 
 fn error_of(edit: impl FnOnce(&mut serde_json::Value)) -> String {
@@ -15,9 +17,8 @@ fn error_of(edit: impl FnOnce(&mut serde_json::Value)) -> String {
 
 #[test]
 fn shipped_settings_are_a_default_kfp_2_17_0_install() {
-    let settings = fixtures::settings();
     assert_eq!(
-        settings.compile,
+        fixtures::compile_options(&fixtures::settings()),
         kfp_compiler::CompileOptions {
             // The manifests' COMPILED_PIPELINE_SPEC_PATCH: an empty patch.
             spec_patch: Some("{}".to_owned()),
@@ -27,24 +28,116 @@ fn shipped_settings_are_a_default_kfp_2_17_0_install() {
 }
 
 #[test]
-fn empty_settings_are_kfp_with_nothing_set() {
+fn empty_settings_are_the_targets_default_install() {
     let settings = Settings::parse("{}").unwrap();
+    for target in crate::target::TARGETS {
+        let options = settings.compile_options(&target).unwrap();
+        let install = kfp_compiler::CompileOptions::from_settings_for(
+            target.release,
+            &target.install_settings(),
+        )
+        .unwrap();
+        assert_eq!(options, install, "{}", target.version);
+        assert!(
+            options
+                .driver_image
+                .ends_with(&format!(":{}", target.version)),
+            "{}",
+            options.driver_image
+        );
+    }
+}
+
+#[test]
+fn a_variable_set_to_null_is_unset_and_all_unset_is_kfps_test_environment() {
     assert_eq!(
-        settings.compile,
+        fixtures::compile_options(&fixtures::upstream_test_settings()),
         kfp_compiler::CompileOptions::upstream_test()
     );
+    let settings = with(|s| s["PUBLISH_LOGS"] = json!(null)).unwrap();
+    assert_eq!(fixtures::compile_options(&settings).publish_logs, None);
 }
 
 #[test]
 fn variables_kfp_does_not_read_are_ignored() {
     let settings = with(|s| s["DBCONFIG_USER"] = json!("root")).unwrap();
-    assert_eq!(settings.compile, fixtures::settings().compile);
+    assert_eq!(
+        fixtures::compile_options(&settings),
+        fixtures::compile_options(&fixtures::settings())
+    );
 }
 
 #[test]
-fn from_value_validates_too() {
+fn a_variable_the_target_release_does_not_read_is_refused_naming_both() {
+    // Settings for 2.17.0 name DEFAULT_SECURITY_CONTEXT_HOST_USERS, which 2.16.1 does not read.
+    let settings = fixtures::settings();
+    let release_2_16_1 = crate::Target::of(Some("2.16.1")).unwrap();
+    let error = settings.compile_options(&release_2_16_1).unwrap_err();
+    assert!(
+        error.contains("DEFAULT_SECURITY_CONTEXT_HOST_USERS") && error.contains("2.16.1"),
+        "{error}"
+    );
+    // Valid all the same: 2.17.0 compiles with them.
+    settings.validate().unwrap();
+    // Keys of two releases that never coexisted: no release compiles with them.
+    let error = error_of(|s| s["EXECUTOR_CABUNDLE_CONFIGMAP_NAME"] = json!("ca"));
+    assert!(error.contains("no supported KFP release"), "{error}");
+}
+
+#[test]
+fn an_image_tagged_for_another_release_is_refused_for_the_target() {
+    let settings = Settings::parse(
+        r#"{"V2_DRIVER_IMAGE":"registry.corp/kfp-driver:2.17.0",
+            "V2_LAUNCHER_IMAGE":"registry.corp/kfp-launcher@sha256:0123"}"#,
+    )
+    .unwrap();
+    let error = settings
+        .compile_options(&crate::Target::of(Some("2.16.1")).unwrap())
+        .unwrap_err();
+    assert!(
+        error.contains("V2_DRIVER_IMAGE") && error.contains("2.17.0"),
+        "{error}"
+    );
+    // Its own release, a digest and a distribution's tag are fine.
+    fixtures::compile_options(&settings);
+    let own_tags =
+        Settings::parse(r#"{"V2_DRIVER_IMAGE":"registry.corp/kfp-driver:acme-7"}"#).unwrap();
+    own_tags
+        .compile_options(&crate::Target::of(Some("2.16.1")).unwrap())
+        .unwrap();
+}
+
+#[test]
+fn the_api_server_environment_replaces_the_default_install_and_unread_variables_are_ignored() {
+    let text = json!({
+        API_SERVER_ENV_KEY: {
+            "V2_DRIVER_IMAGE": "ghcr.io/kubeflow/kfp-driver:2.16.1",
+            "V2_LAUNCHER_IMAGE": "ghcr.io/kubeflow/kfp-launcher:2.16.1",
+            "POD_NAMESPACE": "kubeflow",
+            // Set in the Deployment, read only from 2.17.0 on: KFP 2.16.1 ignores it too.
+            "DEFAULT_SECURITY_CONTEXT_HOST_USERS": "false",
+            "DBCONFIG_HOST": "mysql",
+        },
+        "HTTP_PROXY": "http://proxy.corp:3128",
+    });
+    let settings = Settings::parse(&text.to_string()).unwrap();
+    settings.validate().unwrap();
+    let options = settings
+        .compile_options(&crate::Target::of(Some("2.16.1")).unwrap())
+        .unwrap();
+    assert_eq!(options.driver_image, "ghcr.io/kubeflow/kfp-driver:2.16.1");
+    // No PIPELINE_LOG_LEVEL in this Deployment: none, not the default install's 1.
+    assert_eq!(options.log_level, None);
+    assert_eq!(options.proxy.http_proxy, "http://proxy.corp:3128");
+    assert_eq!(options.default_host_users, None);
+    let error = Settings::parse(&json!({API_SERVER_ENV_KEY: "x"}).to_string()).unwrap_err();
+    assert!(error.contains(API_SERVER_ENV_KEY), "{error}");
+}
+
+#[test]
+fn validation_names_the_bad_value() {
     let value = json!({"V2_DRIVER_IMAGE": "has space"});
-    let error = Settings::from_value(value).unwrap_err();
+    let error = Settings::from_value(value).unwrap().validate().unwrap_err();
     assert!(error.contains("V2_DRIVER_IMAGE"), "{error}");
 }
 
@@ -81,7 +174,10 @@ fn service_account_is_checked() {
     assert!(error.contains("Not_Valid"), "{error}");
     let settings =
         with(|s| s["DEFAULTPIPELINERUNNERSERVICEACCOUNT"] = json!("kfp-runner")).unwrap();
-    assert_eq!(settings.compile.service_account, "kfp-runner");
+    assert_eq!(
+        fixtures::compile_options(&settings).service_account,
+        "kfp-runner"
+    );
 }
 
 #[test]
