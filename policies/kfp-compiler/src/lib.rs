@@ -1,6 +1,8 @@
-//! A Rust port of Kubeflow Pipelines 2.17.0's Argo compiler
-//! (`backend/src/v2/compiler/argocompiler`): a KFP pipeline spec (IR) in, the Argo
-//! `Workflow` the KFP API server would create out, byte for byte where KFP stores JSON.
+//! A Rust port of the Argo compiler of Kubeflow Pipelines
+//! (`backend/src/v2/compiler/argocompiler`), compiling as each supported release's own
+//! compiler does ([`Release`]: 2.14.4, 2.15.0, 2.16.0, 2.16.1, 2.17.0; chosen by
+//! [`CompileOptions::release`]): a KFP pipeline spec (IR) in, the Argo `Workflow` that
+//! release's API server would create out, byte for byte where KFP stores JSON.
 //!
 //! [`recover_ir`] goes the other way: it rebuilds the pipeline spec, platform spec and runtime
 //! config from a workflow compiled by any KFP 2.x, so a stale workflow can be recompiled.

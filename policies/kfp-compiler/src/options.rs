@@ -177,7 +177,8 @@ impl CompileOptions {
         let Value::Object(map) = settings else {
             return Err(SettingsError::new("", "settings must be a JSON object"));
         };
-        for key in map.keys() {
+        // A null value is an unset variable, as everywhere in settings.
+        for (key, _) in map.iter().filter(|(_, value)| !value.is_null()) {
             let Some(readers) = readers(key) else {
                 continue;
             };
@@ -483,7 +484,14 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("read by KFP 2.14.4"), "{err}");
-        // Keys no release reads stay ignored.
+        // A null value is unset; keys no release reads stay ignored.
+        assert!(
+            CompileOptions::from_settings_for(
+                Release::V2_16_1,
+                &json!({"DEFAULT_SECURITY_CONTEXT_HOST_USERS": null})
+            )
+            .is_ok()
+        );
         assert!(
             CompileOptions::from_settings_for(Release::V2_14_4, &json!({"DBCONFIG_USER": "x"}))
                 .is_ok()

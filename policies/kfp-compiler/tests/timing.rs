@@ -6,7 +6,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use kfp_compiler::{CompileOptions, recover_ir};
+use kfp_compiler::{CompileOptions, Release, recover_ir};
 use support::*;
 
 const CASES: [&str; 4] = [
@@ -48,6 +48,38 @@ fn compile_and_recover_times() {
             worst_ten_kb < Duration::from_millis(1),
             "compiling a 10 KB IR took {worst_ten_kb:?}"
         );
+    }
+}
+
+/// The same IRs compiled for each release under its default install, beside 2.17.0: what the
+/// release table and the features it switches cost (IRs a release refuses are marked).
+#[test]
+#[ignore = "timing: run with --release --ignored --nocapture"]
+fn compile_times_per_release() {
+    let dir = upstream_dir("kfp-2.17.0");
+    let mut header = format!("{:<42} {:>8}", "IR", "size");
+    for release in Release::ALL {
+        header.push_str(&format!(" {:>10}", release.as_str()));
+    }
+    println!("{header}   (µs per compile, default install of each release)");
+    for case in CASES {
+        let path = ir_path(&dir, case);
+        let size = std::fs::metadata(&path).expect("IR file").len();
+        let ir = load_ir(&path);
+        let mut line = format!("{case:<42} {:>5.1} KB", size as f64 / 1024.0);
+        for release in Release::ALL {
+            let options = CompileOptions::install(release);
+            if let Err(e) = ir.compile(&options) {
+                line.push_str(&format!(" {:>10}", "refused"));
+                eprintln!("{case} for {release}: {e}");
+                continue;
+            }
+            let compile = mean(|| {
+                std::hint::black_box(ir.compile(&options).unwrap());
+            });
+            line.push_str(&format!(" {:>10.1}", compile.as_secs_f64() * 1e6));
+        }
+        println!("{line}");
     }
 }
 
