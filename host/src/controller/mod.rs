@@ -21,10 +21,10 @@ use tokio::sync::watch;
 
 pub use crate::config::RunArgs;
 use crate::config::{PolicyArgs, Settings};
-use settings_source::SettingsSource;
 use context::Context;
 use metrics::Metrics;
 use policy_handle::{LoadedPolicy, PolicyHandle};
+use settings_source::SettingsSource;
 
 /// Load the policy and validate its settings (as read from their source), or refuse to start.
 /// Without settings (only a run without the SWF loop, which is all that renders) there is

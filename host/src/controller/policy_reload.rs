@@ -64,7 +64,10 @@ pub async fn watch(
             Ok(settings) => settings,
             // A file briefly missing mid-swap; a Deployment the API server did not return.
             Err(error) => {
-                tracing::debug!(error = format!("{error:#}"), "settings unreadable; next time");
+                tracing::debug!(
+                    error = format!("{error:#}"),
+                    "settings unreadable; next time"
+                );
                 continue;
             }
         };

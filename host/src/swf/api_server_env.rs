@@ -126,7 +126,8 @@ pub fn resolve(
             }
         }
         if let Some(reference) = &source.secret_ref {
-            env.from_secrets.push(format!("{prefix}* (Secret {})", reference.name));
+            env.from_secrets
+                .push(format!("{prefix}* (Secret {})", reference.name));
         }
     }
     for var in container.env.iter().flatten() {
@@ -231,9 +232,15 @@ mod tests {
             {"name": "MISSING_OPTIONAL", "valueFrom": {"configMapKeyRef":
                 {"name": "pipeline-install-config", "key": "nope", "optional": true}}},
         ]));
-        let config = maps(&[("pipeline-install-config", &[("defaultSecurityContextRunAsUser", "1001")])]);
+        let config = maps(&[(
+            "pipeline-install-config",
+            &[("defaultSecurityContextRunAsUser", "1001")],
+        )]);
         let env = resolve(&c, "kubeflow", &config).unwrap();
-        assert_eq!(env.vars["V2_DRIVER_IMAGE"], "ghcr.io/kubeflow/kfp-driver:2.16.1");
+        assert_eq!(
+            env.vars["V2_DRIVER_IMAGE"],
+            "ghcr.io/kubeflow/kfp-driver:2.16.1"
+        );
         assert_eq!(env.vars["POD_NAMESPACE"], "kubeflow");
         assert_eq!(env.vars["DEFAULT_SECURITY_CONTEXT_RUN_AS_USER"], "1001");
         assert!(!env.vars.contains_key("DBCONFIG_PASSWORD"));
@@ -247,7 +254,10 @@ mod tests {
         let c = container(json!([{"name": "X", "valueFrom": {"configMapKeyRef":
             {"name": "pipeline-install-config", "key": "k"}}}]));
         let error = resolve(&c, "kubeflow", &maps(&[])).unwrap_err();
-        assert!(error.contains("pipeline-install-config") && error.contains('k'), "{error}");
+        assert!(
+            error.contains("pipeline-install-config") && error.contains('k'),
+            "{error}"
+        );
     }
 
     #[test]
@@ -261,7 +271,12 @@ mod tests {
             ]
         }))
         .unwrap();
-        let env = resolve(&c, "ns", &maps(&[("base", &[("A", "from-map"), ("C", "c")])])).unwrap();
+        let env = resolve(
+            &c,
+            "ns",
+            &maps(&[("base", &[("A", "from-map"), ("C", "c")])]),
+        )
+        .unwrap();
         assert_eq!(env.vars["KFP_A"], "from-env");
         assert_eq!(env.vars["B"], "from-env-c-$(KFP_A)-$(UNDEFINED)");
     }
@@ -275,7 +290,12 @@ mod tests {
                 name: "ml-pipeline".into()
             })
         );
-        for bad in ["kubeflow/ml-pipeline", "deployment/kubeflow", "pod/kubeflow/x", "deployment//x"] {
+        for bad in [
+            "kubeflow/ml-pipeline",
+            "deployment/kubeflow",
+            "pod/kubeflow/x",
+            "deployment//x",
+        ] {
             assert!(DeploymentRef::parse(bad).is_err(), "{bad}");
         }
         let deployment: Deployment = serde_json::from_value(json!({
@@ -285,6 +305,9 @@ mod tests {
             ]}}}
         }))
         .unwrap();
-        assert_eq!(api_server_container(&deployment).unwrap().name, API_SERVER_CONTAINER);
+        assert_eq!(
+            api_server_container(&deployment).unwrap().name,
+            API_SERVER_CONTAINER
+        );
     }
 }

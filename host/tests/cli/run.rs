@@ -11,8 +11,9 @@ fn run_needs_settings_only_for_the_loop_that_renders() {
     let out = pipewarden_with_env(&["run", "--policy", policy], &[]);
     assert_eq!(
         refusal(&out),
-        "error: --settings (PIPEWARDEN_SETTINGS) is required by the SWF loop, which renders; \
-         without the SWF loop (--swf-loop=false) it is not"
+        "error: --settings (PIPEWARDEN_SETTINGS) or --settings-from (PIPEWARDEN_SETTINGS_FROM) \
+         is required by the SWF loop, which renders; without the SWF loop (--swf-loop=false) \
+         they are not"
     );
     // Without the SWF loop the start goes past the settings, to the cluster it needs.
     let out = pipewarden_with_env(&["run", "--policy", policy, "--swf-loop=false"], &[]);

@@ -14,6 +14,7 @@ use pipewarden_guest::{
 use serde_json::{Map, Value, json};
 
 use crate::Settings;
+use crate::settings::SettingsProblem;
 use crate::target::Target;
 
 /// Name of the init container that copies the launcher binary into each executor pod.
@@ -50,7 +51,12 @@ pub fn render_swf_with(
     let target = Target::of(target_version).map_err(|why| unsupported_target(&why))?;
     let compile = settings
         .compile_options(&target)
-        .map_err(|why| unsupported_target(&format!("cannot compile with these settings: {why}")))?;
+        .map_err(|problem| match problem {
+            SettingsProblem::NotForTarget(why) => {
+                unsupported_target(&format!("cannot compile with these settings: {why}"))
+            }
+            SettingsProblem::Invalid(why) => format!("invalid settings: {why}"),
+        })?;
     let mut swf = Swf::from_json(swf_json).map_err(|e| e.to_string())?;
     let mut workflow = rebuild_workflow(&mut swf, &compile)?;
     extra(&mut workflow)?;

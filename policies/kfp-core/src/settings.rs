@@ -164,6 +164,7 @@ impl Settings {
             .filter(|target| target.version == target.release.as_str())
             .map(|target| self.compile_options(target))
             .filter_map(Result::err)
+            .map(|problem| problem.to_string())
             .collect();
         match errors.last() {
             Some(latest) if errors.len() == Release::ALL.len() => Err(format!(
@@ -176,9 +177,28 @@ impl Settings {
     /// What a render for `target` compiles with: the target's environment (the API server's
     /// own, or its release's default install) with these settings' variables on top, read as
     /// that release reads them. A variable the release does not read, or an image tagged for
-    /// another release, is refused with a sentence naming it.
-    pub fn compile_options(&self, target: &Target) -> Result<CompileOptions, String> {
+    /// another release, does not fit the target; a value KFP would refuse is invalid.
+    pub fn compile_options(&self, target: &Target) -> Result<CompileOptions, SettingsProblem> {
         let release = target.release;
+        let foreign =
+            |key: &String| Release::ALL.iter().any(|other| other.reads(key)) && !release.reads(key);
+        if let Some(key) = self
+            .variables
+            .iter()
+            .find(|(key, value)| !value.is_null() && foreign(key))
+            .map(|(key, _)| key)
+        {
+            let readers: Vec<&str> = Release::ALL
+                .iter()
+                .filter(|other| other.reads(key))
+                .map(|other| other.as_str())
+                .collect();
+            return Err(SettingsProblem::NotForTarget(format!(
+                "KFP {} does not read {key} (read by KFP {})",
+                target.version,
+                readers.join(", ")
+            )));
+        }
         let mut environment = match &self.api_server_env {
             // The API server ignores what it does not read, and so does its compile here.
             Some(env) => env
@@ -200,21 +220,40 @@ impl Settings {
             }
         }
         let compile = CompileOptions::from_settings_for(release, &Value::Object(environment))
-            .map_err(|e| format!("KFP {}: {e}", target.version))?;
+            .map_err(|e| SettingsProblem::Invalid(e.to_string()))?;
         for (field, image) in [
             ("V2_DRIVER_IMAGE", &compile.driver_image),
             ("V2_LAUNCHER_IMAGE", &compile.launcher_image),
         ] {
-            check_image(field, image)?;
-            check_image_release(field, image, target.version)?;
+            check_image(field, image).map_err(SettingsProblem::Invalid)?;
+            check_image_release(field, image, target.version)
+                .map_err(SettingsProblem::NotForTarget)?;
         }
         if !is_dns_subdomain(&compile.service_account) {
-            return Err(format!(
+            return Err(SettingsProblem::Invalid(format!(
                 "DEFAULTPIPELINERUNNERSERVICEACCOUNT {:?} is not a valid ServiceAccount name",
                 compile.service_account
-            ));
+            )));
         }
         Ok(compile)
+    }
+}
+
+/// Why settings give no compile for a target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SettingsProblem {
+    /// They are meant for another release (a variable this one does not read, an image tagged
+    /// for another): the target cannot be compiled for with them.
+    NotForTarget(String),
+    /// A value KFP would refuse.
+    Invalid(String),
+}
+
+impl std::fmt::Display for SettingsProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SettingsProblem::NotForTarget(why) | SettingsProblem::Invalid(why) => f.write_str(why),
+        }
     }
 }
 

@@ -78,7 +78,7 @@ fn kfp_2_3_is_rebuilt_then_left_alone() {
 #[test]
 fn render_with_bad_settings_is_an_error() {
     let context = RenderContext {
-        target_version: None,
+        target_version: Some("2.17.0".to_owned()),
         settings: r#"{"PUBLISH_LOGS": ["true"]}"#.to_owned(),
     };
     let error = KfpDefault::render_swf(swf("kfp-2.3.yaml"), context).unwrap_err();

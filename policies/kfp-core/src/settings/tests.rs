@@ -72,7 +72,10 @@ fn a_variable_the_target_release_does_not_read_is_refused_naming_both() {
     // Settings for 2.17.0 name DEFAULT_SECURITY_CONTEXT_HOST_USERS, which 2.16.1 does not read.
     let settings = fixtures::settings();
     let release_2_16_1 = crate::Target::of(Some("2.16.1")).unwrap();
-    let error = settings.compile_options(&release_2_16_1).unwrap_err();
+    let error = settings
+        .compile_options(&release_2_16_1)
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("DEFAULT_SECURITY_CONTEXT_HOST_USERS") && error.contains("2.16.1"),
         "{error}"
@@ -93,7 +96,8 @@ fn an_image_tagged_for_another_release_is_refused_for_the_target() {
     .unwrap();
     let error = settings
         .compile_options(&crate::Target::of(Some("2.16.1")).unwrap())
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("V2_DRIVER_IMAGE") && error.contains("2.17.0"),
         "{error}"
