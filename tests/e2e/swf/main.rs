@@ -6,6 +6,7 @@ mod busy_node;
 mod conflicts;
 mod policies;
 mod rebuild;
+mod releases;
 mod restore;
 mod smoke;
 mod upstream;
