@@ -206,3 +206,112 @@ async fn check_access(account: &kube::Client, namespace: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// The Kubeflow overlay's Role (`--settings-from deployment/kubeflow/ml-pipeline`): the
+/// ServiceAccount reads the API server's Deployment and the ConfigMap its variables name, and
+/// no other Deployment, ConfigMap or Secret.
+#[tokio::test]
+async fn the_kubeflow_overlay_reads_the_api_servers_environment_and_nothing_else() -> Result<()> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use kube::api::Api;
+    use pipewarden::swf::api_server_env::DeploymentRef;
+
+    let control_plane = shared().await?;
+    let admin = control_plane.client()?;
+    let namespace = control_plane.ns().await?;
+    let path = repo_path("deploy/overlays/kubeflow/api-server-env-rbac.yaml");
+    let mut objects = base_rbac(&namespace)?;
+    for mut object in documents(&std::fs::read_to_string(&path)?)? {
+        object.metadata.namespace = Some(namespace.clone());
+        if let Some(subjects) = object
+            .data
+            .get_mut("subjects")
+            .and_then(|s| s.as_array_mut())
+        {
+            for subject in subjects {
+                subject["namespace"] = serde_json::json!(namespace);
+            }
+        }
+        objects.push(object);
+    }
+    apply(&admin, &objects, false).await?;
+    let object = |kind: &str, name: &str, extra: serde_json::Value| -> Result<DynamicObject> {
+        let mut value = serde_json::json!({
+            "apiVersion": if kind == "Deployment" { "apps/v1" } else { "v1" },
+            "kind": kind,
+            "metadata": {"name": name, "namespace": namespace},
+        });
+        value
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        Ok(serde_json::from_value(value)?)
+    };
+    let deployment = |name: &str| {
+        object(
+            "Deployment",
+            name,
+            serde_json::json!({"spec": {
+                "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{
+                    "name": "ml-pipeline-api-server", "image": "api-server",
+                    "env": [{"name": "PIPELINE_LOG_LEVEL", "valueFrom": {"configMapKeyRef":
+                        {"name": "pipeline-install-config", "key": "logLevel"}}},
+                            {"name": "DBCONFIG_PASSWORD", "valueFrom": {"secretKeyRef":
+                        {"name": "mysql-secret", "key": "password"}}}]}]}}}}),
+        )
+    };
+    apply(
+        &admin,
+        &[
+            deployment("ml-pipeline")?,
+            deployment("other")?,
+            object(
+                "ConfigMap",
+                "pipeline-install-config",
+                serde_json::json!({"data": {"logLevel": "3"}}),
+            )?,
+            object("ConfigMap", "other", serde_json::json!({"data": {}}))?,
+            object(
+                "Secret",
+                "mysql-secret",
+                serde_json::json!({"stringData": {"password": "x"}}),
+            )?,
+        ],
+        false,
+    )
+    .await?;
+    let token = service_account_token(&admin, &namespace, "pipewarden").await?;
+    let account = control_plane.client_for_token("pipewarden", &token).await?;
+    let at = DeploymentRef {
+        namespace: namespace.clone(),
+        name: "ml-pipeline".into(),
+    };
+    // The RoleBinding reaches the authorizer shortly after it is applied.
+    let env = pipewarden_tests::wait::until("the API server env readable", WAIT, || async {
+        Ok(
+            pipewarden::controller::settings_source::fetch(&account, &at)
+                .await
+                .ok(),
+        )
+    })
+    .await?;
+    ensure!(env.vars.get("PIPELINE_LOG_LEVEL").map(String::as_str) == Some("3"));
+    ensure!(
+        env.from_secrets == ["DBCONFIG_PASSWORD"],
+        "{:?}",
+        env.from_secrets
+    );
+    let forbidden = |result: kube::Result<()>| matches!(result, Err(kube::Error::Api(status)) if status.code == 403);
+    let deployments: Api<Deployment> = Api::namespaced(account.clone(), &namespace);
+    let config_maps: Api<ConfigMap> = Api::namespaced(account.clone(), &namespace);
+    let secrets: Api<Secret> = Api::namespaced(account.clone(), &namespace);
+    ensure!(forbidden(deployments.get("other").await.map(drop)));
+    ensure!(forbidden(config_maps.get("other").await.map(drop)));
+    ensure!(forbidden(secrets.get("mysql-secret").await.map(drop)));
+    ensure!(forbidden(
+        deployments.list(&Default::default()).await.map(drop)
+    ));
+    Ok(())
+}
