@@ -4,6 +4,10 @@
 CARGO ?= cargo
 POLICY_TARGET := wasm32-wasip2
 DEMO_ARGS ?=
+# `make demo TARGET=2.16.1`: the demo renders for that KFP release.
+ifdef TARGET
+DEMO_ARGS += --target=$(TARGET)
+endif
 POLICIES := -p kfp-default -p kfp-downstream-example -p hostile-policy -p other-world-policy -p contract-0-1-0-policy
 
 # $(call phase,NAME,COMMAND): runs COMMAND as a named, timed phase (COMMAND must not contain commas).

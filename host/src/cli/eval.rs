@@ -68,9 +68,14 @@ fn eval_swfs(
     let mut table = Table::new(&["SWF", "DECISION", "CHANGES", "REASON"]);
     let mut diffs = String::new();
     let mut all_ok = true;
+    let mut support = TargetSupport::default();
     for swf in swfs {
         let key = object_key(swf);
-        let (label, reason, outcome) = match decide(policy, swf, target) {
+        let decided = decide(policy, swf, target);
+        if let Ok(outcome) = &decided {
+            support.observe(outcome);
+        }
+        let (label, reason, outcome) = match decided {
             Ok(outcome) => (outcome.label(), outcome.reason().to_string(), Some(outcome)),
             // What the controller reports as not rebuildable and leaves alone.
             Err(PolicyError::Guest { message, .. })
@@ -111,9 +116,41 @@ fn eval_swfs(
     }
     if output == OutputFormat::Table {
         write!(out, "{}{diffs}", table.render())?;
+        writeln!(out, "{}", support.line(target.target_version.as_deref()))?;
     }
     out.flush()?;
     Ok(all_ok)
+}
+
+/// Whether the policy compiled for the target, as its decisions showed: said after the table.
+#[derive(Default)]
+struct TargetSupport {
+    rendered: bool,
+    refused: Option<String>,
+}
+
+impl TargetSupport {
+    fn observe(&mut self, outcome: &SwfOutcome) {
+        match outcome {
+            SwfOutcome::UnsupportedTarget { reason } => self.refused = Some(reason.clone()),
+            SwfOutcome::UpToDate { .. }
+            | SwfOutcome::Rebuild { .. }
+            | SwfOutcome::WouldRebuild { .. } => self.rendered = true,
+            _ => {}
+        }
+    }
+
+    fn line(&self, target: Option<&str>) -> String {
+        let target = target.unwrap_or("unknown");
+        match (&self.refused, self.rendered) {
+            (Some(reason), _) => format!(
+                "\ntarget {target}: not compiled for by the policy ({reason}); nothing would be \
+                 written"
+            ),
+            (None, true) => format!("\ntarget {target}: the policy compiles for it"),
+            (None, false) => format!("\ntarget {target}: no render was needed to decide"),
+        }
+    }
 }
 
 fn eval_events(

@@ -25,6 +25,24 @@ pub fn should_rebuild(input: &RebuildInput) -> RebuildDecision {
         Ok(target) => target,
         Err(why) => return RebuildDecision::Skip(pipewarden_guest::unsupported_target(&why)),
     };
+    let decision = decide_for(input, &target);
+    if target.version == target.release.as_str() {
+        return decision;
+    }
+    // Say which compiler a patch release without one of its own runs.
+    let note = |why: String| {
+        format!(
+            "{why} (KFP {} runs KFP {}'s compiler.)",
+            target.version, target.release
+        )
+    };
+    match decision {
+        RebuildDecision::Rebuild(why) => RebuildDecision::Rebuild(note(why)),
+        RebuildDecision::Skip(why) => RebuildDecision::Skip(note(why)),
+    }
+}
+
+fn decide_for(input: &RebuildInput, target: &Target) -> RebuildDecision {
     // Most answers need only this cheap scan; the SWF is parsed when drift must be checked.
     let reference_only = match is_reference_only_json(&input.swf) {
         Ok(reference_only) => reference_only,

@@ -1,33 +1,46 @@
-//! Whether an SWF embeds exactly what KFP 2.17.0 writes for the pipeline it carries: the IR
-//! recovered from it, compiled by `kfp-compiler` (KFP 2.17.0's compiler, proven on its 102
-//! goldens) with the shipped settings, wrapped as KFP's API server wraps a compile.
+//! Whether an SWF embeds exactly what the target KFP release writes for the pipeline it carries:
+//! the IR recovered from it, compiled by `kfp-compiler` for that release (proven on the
+//! release's own compiler output) with the demo's settings, wrapped as that release's API
+//! server wraps a compile.
 
-use kfp_compiler::{CompileOptions, compile_job, recover_ir};
+use kfp_compiler::{CompileOptions, Release, compile_job, recover_ir};
 use kube::ResourceExt as _;
 use kube::api::DynamicObject;
-use pipewarden_tests::repo::{DEFAULT_SETTINGS, repo_path};
 use serde_json::{Value, json};
 
-/// The STATE text for an SWF's embedded workflow, compared with KFP 2.17.0's compile.
-pub fn versus_kfp_2_17(swf: &DynamicObject, workflow: &Value) -> String {
-    match kfp_2_17_compile(swf, workflow) {
-        Ok(expected) if &expected == workflow => "equal to KFP 2.17.0 compile".to_owned(),
-        Ok(_) => "differs from KFP 2.17.0 compile".to_owned(),
+/// The STATE text for an SWF's embedded workflow, compared with the target release's compile.
+pub fn versus_target(swf: &DynamicObject, workflow: &Value) -> String {
+    let target = crate::target();
+    match target_compile(swf, workflow) {
+        Ok(expected) if &expected == workflow => format!("equal to KFP {target} compile"),
+        Ok(_) => format!("differs from KFP {target} compile"),
         Err(why) => why,
     }
 }
 
-fn kfp_2_17_compile(swf: &DynamicObject, workflow: &Value) -> Result<Value, String> {
+fn target_compile(swf: &DynamicObject, workflow: &Value) -> Result<Value, String> {
+    let target = crate::target();
+    // 2.14.0 and 2.14.3 run 2.14.4's compiler (`kfp_core::target`).
+    let release = match target {
+        "2.14.0" | "2.14.3" => Release::V2_14_4,
+        other => Release::parse(other).ok_or_else(|| format!("no compiler for KFP {other}"))?,
+    };
     let ir = recover_ir(workflow).map_err(|_| "no KFP v2 pipeline to compile".to_owned())?;
-    let settings = std::fs::read_to_string(repo_path(DEFAULT_SETTINGS))
+    let settings = std::fs::read_to_string(crate::run::settings_file())
         .map_err(|e| format!("settings: {e}"))?;
-    let options = CompileOptions::from_settings_json(&settings).map_err(|e| e.to_string())?;
+    let mut settings: Value = serde_json::from_str(&settings).map_err(|e| e.to_string())?;
+    if settings.as_object().is_some_and(|s| s.is_empty()) {
+        settings = release.install_settings();
+    }
+    let options =
+        CompileOptions::from_settings_for(release, &settings).map_err(|e| e.to_string())?;
     let mut compiled = compile_job(&ir.pipeline_job(), ir.platform_spec.as_ref(), &options)
         .map_err(|e| e.to_string())?;
-    // What the API server sets around a compile (`v2_template.go`, `ScheduledWorkflow`).
+    // What the API server sets around a compile (`v2_template.go`, `ScheduledWorkflow`): from
+    // 2.17.0 on, the recurring run's own service account (#13325).
     compiled["metadata"]["namespace"] = json!(swf.namespace());
     let account = swf.data["spec"]["serviceAccount"].as_str();
-    if let Some(account) = account.filter(|a| !a.is_empty()) {
+    if let Some(account) = account.filter(|a| !a.is_empty() && release >= Release::V2_17_0) {
         compiled["spec"]["serviceAccountName"] = json!(account);
     }
     for template in compiled["spec"]["templates"]

@@ -10,7 +10,7 @@ use kube::{Client, ResourceExt as _};
 use pipewarden::controller::exit_gate::{Handled, InjectedEvent};
 use pipewarden::controller::{ControllerHandle, Hooks, RunArgs, start_with};
 use pipewarden::engine::EventKind;
-use pipewarden_tests::repo::{DEFAULT_SETTINGS, locate_policy, repo_path};
+use pipewarden_tests::repo::{locate_policy, repo_path};
 use pipewarden_tests::resources::{swf_resource, workflow_resource};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -32,8 +32,8 @@ pub async fn start(client: Client) -> Result<Running> {
     let argv = [
         "pipewarden".to_string(),
         format!("--policy={}", locate_policy("kfp-default")?.display()),
-        format!("--settings={}", repo_path(DEFAULT_SETTINGS).display()),
-        "--target-version=2.17.0".into(),
+        format!("--settings={}", settings_file().display()),
+        format!("--target-version={}", crate::target()),
         "--http-addr=127.0.0.1:0".into(),
     ];
     let args = Cli::try_parse_from(argv)?.run;
@@ -72,6 +72,33 @@ impl Running {
             .ok()
             .context("the exit gate stopped")?;
         handled.await.context("the injected event was dropped")
+    }
+}
+
+/// The shipped settings of the target release (`policies/kfp-default/settings/kfp-<v>.json`),
+/// or, for a version without one, `{}`: its default install, if the policy knows it.
+pub fn settings_file() -> std::path::PathBuf {
+    let shipped = repo_path(&format!(
+        "policies/kfp-default/settings/kfp-{}.json",
+        crate::target()
+    ));
+    if shipped.is_file() {
+        shipped
+    } else {
+        repo_path("tests/data/settings/default-install.json")
+    }
+}
+
+/// Whether the policy compiles for the target, as `pipewarden_target_info` says.
+pub fn target_support(handle: &ControllerHandle) -> &'static str {
+    let metrics = handle.metrics().encode();
+    let line = metrics
+        .lines()
+        .find(|line| line.starts_with("pipewarden_target_info{") && line.ends_with(" 1"));
+    match line {
+        Some(line) if line.contains(r#"supported="true""#) => "supported: compiled exactly",
+        Some(line) if line.contains(r#"supported="false""#) => "unsupported: nothing written",
+        _ => "support unknown",
     }
 }
 

@@ -28,7 +28,7 @@ pub async fn inventory(client: &Client) -> Result<Vec<Row>> {
             .get("pipelines.kubeflow.org/version")
             .map(|version| format!("stamped {version}, "));
         let state = embedded.as_ref().map(|workflow| {
-            let versus = crate::compile_check::versus_kfp_2_17(&swf, workflow);
+            let versus = crate::compile_check::versus_target(&swf, workflow);
             format!("{}{versus}", stamp.unwrap_or_default())
         });
         rows.push(row(&swf, "ScheduledWorkflow", driver, state));
