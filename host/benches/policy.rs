@@ -236,6 +236,33 @@ fn run() -> anyhow::Result<()> {
         &kept,
         native,
     );
+    // The same SWF rendered for each other release, with that release's default install.
+    let default_install = "{}".to_owned();
+    let native_install =
+        kfp_core::Settings::parse(&default_install).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for release in ["2.14.4", "2.15.0", "2.16.0", "2.16.1"] {
+        let context = RenderContext {
+            target_version: Some(release.into()),
+            settings: default_install.clone(),
+        };
+        let fresh = sample(WARMUP / 4, SAMPLES / 4, || {
+            policy.render_swf(&swf, &context).map(drop)
+        });
+        let kept = sample(WARMUP / 4, SAMPLES / 4, || {
+            reuse(&mut |i| i.render_swf(&swf, &context).map(drop))
+        });
+        let native = measure(WARMUP / 4, SAMPLES / 4, || {
+            drop(kfp_core::render_swf(&swf, Some(release), &native_install))
+        });
+        row(
+            &mut rows,
+            &format!("render-swf (2.3 -> {release})"),
+            "fresh <= 2 ms",
+            &fresh,
+            &kept,
+            native,
+        );
+    }
     print_table(
         &[
             "export",
