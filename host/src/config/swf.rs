@@ -35,6 +35,10 @@ pub struct SwfArgs {
     /// `2.16.1-acme.3=2.16.1`. A version not listed is taken as it is; nothing is guessed.
     #[arg(long, env = "PIPEWARDEN_COMPILE_AS", value_delimiter = ',', value_parser = CompileAs::parse)]
     pub compile_as: Vec<CompileAs>,
+    /// Writes one SWF may get in an hour; beyond them it is left alone (one WriteLoop
+    /// Warning), so a fight with another writer that keeps changing it back ends.
+    #[arg(long, env = "PIPEWARDEN_SWF_WRITES_PER_HOUR", default_value_t = 6)]
+    pub swf_writes_per_hour: usize,
     /// How often every SWF is reconciled again, changed or not.
     #[arg(long, env = "PIPEWARDEN_SWF_RESYNC", default_value = "10m", value_parser = humantime_secs)]
     pub swf_resync: Duration,
@@ -82,6 +86,12 @@ impl CompileAs {
 impl SwfArgs {
     pub fn floors(&self) -> Vec<Floor> {
         vec![
+            Floor::count(
+                "--swf-writes-per-hour",
+                "PIPEWARDEN_SWF_WRITES_PER_HOUR",
+                self.swf_writes_per_hour as u64,
+                1,
+            ),
             Floor::duration(
                 "--swf-resync",
                 Some("PIPEWARDEN_SWF_RESYNC"),

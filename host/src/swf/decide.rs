@@ -5,9 +5,10 @@ use serde_json::Value;
 
 use super::diff::{Change, semantic_diff};
 pub use super::outcome::SwfOutcome;
+use super::owned::{drop_nulls, foreign_change};
 use super::{STAMP_ANNOTATIONS, not_rebuildable_reason, read_stamps, unsupported_target_reason};
 use crate::engine::{
-    Export, Policy, PolicyError, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext,
+    Decisions, Export, PolicyError, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext,
 };
 
 /// What the render context holds for every SWF in a pass.
@@ -21,7 +22,7 @@ pub struct RenderTarget {
 /// Decide for one live SWF. Under `disable` the render still runs as a dry run, so drift is
 /// reported even though nothing is written.
 pub fn decide(
-    policy: &Policy,
+    policy: &impl Decisions,
     live: &Value,
     target: &RenderTarget,
 ) -> Result<SwfOutcome, PolicyError> {
@@ -94,7 +95,7 @@ fn as_unsupported_target(error: PolicyError) -> Result<SwfOutcome, PolicyError> 
 }
 
 fn render_and_diff(
-    policy: &Policy,
+    policy: &impl Decisions,
     live_json: &str,
     live: &Value,
     target: &RenderTarget,
@@ -104,9 +105,23 @@ fn render_and_diff(
         settings: target.settings.clone(),
     };
     let rendered = policy.render_swf(live_json, &context)?;
-    // The engine already checked the render is a JSON object.
-    let desired: Value = serde_json::from_str(&rendered).unwrap_or_default();
+    let bad_output = |reason: String| PolicyError::BadOutput {
+        export: Export::RenderSwf,
+        reason,
+    };
+    let mut desired: Value = serde_json::from_str(&rendered)
+        .map_err(|e| bad_output(format!("the render is not JSON: {e}")))?;
+    if !desired.is_object() {
+        return Err(bad_output("the render is not a JSON object".into()));
+    }
+    drop_nulls(&mut desired);
     let changes = changes_to_write(live, &desired);
+    if let Some(path) = foreign_change(&changes, &desired) {
+        return Err(bad_output(format!(
+            "the render changes {path}, which pipewarden does not own (it writes \
+             spec.workflow, spec.serviceAccount and its own annotations); nothing is written"
+        )));
+    }
     Ok((desired, changes))
 }
 

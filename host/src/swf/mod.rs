@@ -6,6 +6,7 @@ pub mod decide;
 pub mod diff;
 pub mod healthz;
 pub mod last_good;
+pub mod owned;
 pub mod outcome;
 pub mod patch;
 pub mod plan;
@@ -94,3 +95,6 @@ pub fn object_key(object: &Value) -> String {
     };
     format!("{}/{}", field("namespace"), field("name"))
 }
+
+#[cfg(test)]
+mod owned_tests;

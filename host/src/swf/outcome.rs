@@ -54,6 +54,9 @@ pub enum SwfOutcome {
     },
     /// Every write attempt met a newer version of the object.
     ConflictsExhausted { attempts: u32, resync: Duration },
+    /// Written `writes` times in the last `window` already: another writer keeps changing it
+    /// back, so it is left alone until the window passes.
+    WriteLoop { writes: usize, window: Duration },
     /// Deleted meanwhile; never recreated.
     Gone,
     /// The API server refused the write; `why` is its own sentence.
@@ -85,6 +88,7 @@ impl SwfOutcome {
             } => "render-failed",
             SwfOutcome::Failed { .. } => "policy-error",
             SwfOutcome::ConflictsExhausted { .. } => "conflicts-exhausted",
+            SwfOutcome::WriteLoop { .. } => "write-loop",
             SwfOutcome::Gone => "gone",
             SwfOutcome::WriteFailed { .. } => "write-failed",
         }
@@ -112,6 +116,10 @@ impl SwfOutcome {
             SwfOutcome::ConflictsExhausted { attempts, resync } => format!(
                 "{attempts} writes in a row met a newer version of the object; trying again at \
                  the next resync (in {resync:?})"
+            ),
+            SwfOutcome::WriteLoop { writes, window } => format!(
+                "written {writes} times in the last {window:?}: something else keeps changing \
+                 it back; not written again until the window passes"
             ),
             SwfOutcome::Gone => "deleted meanwhile; never recreated".into(),
             SwfOutcome::WriteFailed { why } => format!("write refused: {why}"),
@@ -159,6 +167,7 @@ impl SwfOutcome {
             } => (Severity::Warning, "RenderFailed"),
             SwfOutcome::Failed { .. } => (Severity::Warning, "PolicyFailed"),
             SwfOutcome::ConflictsExhausted { .. } => (Severity::Warning, "ConflictsExhausted"),
+            SwfOutcome::WriteLoop { .. } => (Severity::Warning, "WriteLoop"),
             SwfOutcome::WriteFailed { .. } => (Severity::Warning, "WriteFailed"),
         })
     }
@@ -178,6 +187,11 @@ impl SwfOutcome {
             self,
             SwfOutcome::NotRebuildable { .. } | SwfOutcome::UnsupportedTarget { .. }
         )
+    }
+
+    /// Its Event comes at most once per SWF in a window, however often it recurs.
+    pub fn held_back(&self) -> bool {
+        self.policy_error().is_some() || matches!(self, SwfOutcome::WriteLoop { .. })
     }
 
     /// Nothing to do: logged at debug level, on every resync.

@@ -7,15 +7,16 @@ use serde_json::Value;
 use super::decide::changes_to_write;
 use super::decide::{RenderTarget, SwfOutcome, decide};
 use super::last_good::{self, Restore};
+use super::owned::{drop_nulls, foreign_change};
 use super::not_rebuildable_reason;
-use crate::engine::{Export, Policy, PolicyError, RebuildPolicy};
+use crate::engine::{Decisions, Export, PolicyError, RebuildPolicy};
 
 /// The plan for `live`. Restores happen only on a guest error from `render-swf` (the policy
 /// says it cannot render this object), never on a trap or timeout, which say more about the
 /// policy than about the object. A render the policy marks not rebuildable restores a
 /// recorded render too (the workflow was overwritten since); without one the SWF is left as
 /// it is and reported as not rebuildable.
-pub fn plan(policy: &Policy, live: &Value, target: &RenderTarget) -> SwfOutcome {
+pub fn plan(policy: &impl Decisions, live: &Value, target: &RenderTarget) -> SwfOutcome {
     let (render_error, not_rebuildable) = match decide(policy, live, target) {
         Ok(outcome) => return recorded(outcome),
         Err(
@@ -68,14 +69,23 @@ pub fn plan(policy: &Policy, live: &Value, target: &RenderTarget) -> SwfOutcome 
             return failed(error, Export::RenderSwf, kind);
         }
     };
+    let mut desired = desired;
+    drop_nulls(&mut desired);
     let changes = changes_to_write(live, &desired);
+    // A restore is held to what a render may change too.
+    if let Some(path) = foreign_change(&changes, &desired) {
+        let error = format!(
+            "{render_error}; the last good render would change {path}, which pipewarden does \
+             not own; nothing is written"
+        );
+        return failed(error, Export::RenderSwf, BAD_OUTPUT);
+    }
     if target.rebuild_policy == RebuildPolicy::Disable {
         return SwfOutcome::WouldRestore {
             render_error,
             changes,
         };
     }
-    let mut desired = desired;
     last_good::record(&mut desired);
     SwfOutcome::Restore {
         reason: format!("{render_error}; restored from the last good render"),
@@ -113,3 +123,5 @@ fn failed(error: String, export: Export, kind: &'static str) -> SwfOutcome {
 
 /// `PolicyError::kind` of a guest error.
 const GUEST_ERROR: &str = "guest_error";
+/// `PolicyError::kind` of an answer the host refuses.
+const BAD_OUTPUT: &str = "bad_output";

@@ -10,6 +10,7 @@ pub mod packed;
 mod reconcile;
 mod report;
 pub mod target;
+mod write_budget;
 
 pub use reconcile::MAX_WRITE_ATTEMPTS;
 
@@ -32,6 +33,8 @@ use target::HealthPoller;
 
 /// Readiness part: ready once every SWF has been listed.
 const READINESS: &str = "swf";
+/// The window `--swf-writes-per-hour` counts writes in.
+const WRITE_BUDGET_WINDOW: Duration = Duration::from_secs(3600);
 /// How often to look whether a reload put another policy in force.
 const POLICY_CHECK: Duration = Duration::from_secs(5);
 
@@ -61,6 +64,8 @@ pub(crate) struct SwfLoop {
     not_rebuildable_said: std::sync::Mutex<event_limit::EventLimiter>,
     /// Whether the policy compiles for the target in force.
     target_status: report::TargetStatus,
+    /// Writes per SWF per hour.
+    write_budget: write_budget::WriteBudget,
 }
 
 impl SwfLoop {
@@ -70,6 +75,7 @@ impl SwfLoop {
         rebuild_policy: RebuildPolicy,
         target: watch::Receiver<Option<String>>,
         resync: Duration,
+        writes_per_hour: usize,
     ) -> (SwfLoop, event_queue::EventDrain) {
         let (events, event_drain) = event_queue::channel(ctx, event_queue::QUEUE_CAPACITY);
         let swf_loop = SwfLoop {
@@ -90,6 +96,7 @@ impl SwfLoop {
                 Duration::MAX,
             )),
             target_status: report::TargetStatus::default(),
+            write_budget: write_budget::WriteBudget::new(writes_per_hour, WRITE_BUDGET_WINDOW),
             ctx: ctx.clone(),
         };
         (swf_loop, event_drain)
@@ -137,6 +144,7 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
         args.rebuild_policy,
         target_rx.clone(),
         args.swf_resync,
+        args.swf_writes_per_hour,
     );
     let swf_loop = Arc::new(swf_loop);
     let apis: Vec<Api<DynamicObject>> = if ctx.namespaces.is_empty() {

@@ -91,6 +91,15 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
         if !lp.ctx.may_write() {
             return Ok(requeue);
         }
+        let key = format!("{namespace}/{name}");
+        if !lp.write_budget.allows(&key, std::time::Instant::now()) {
+            let outcome = SwfOutcome::WriteLoop {
+                writes: lp.write_budget.limit(),
+                window: lp.write_budget.window(),
+            };
+            report(&lp, &swf, &policy, &outcome).await;
+            return Ok(requeue);
+        }
         attempts += 1;
         // Only the written resourceVersion is needed back: asking for metadata alone spares
         // the API server encoding, and this loop decoding, the whole object on every write.
@@ -100,6 +109,7 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
         match written {
             Ok(written) => {
                 count_write(&lp, "ok");
+                lp.write_budget.record(&key, std::time::Instant::now());
                 if let Some(rv) = written.metadata.resource_version.as_deref() {
                     lp.own_writes.remember(&namespace, &name, rv, fingerprint);
                 }

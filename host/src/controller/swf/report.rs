@@ -87,7 +87,7 @@ pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, outcom
     let Some((severity, event_reason)) = outcome.event().filter(|_| first_time) else {
         return;
     };
-    if outcome.policy_error().is_some() && !failure_event_allowed(lp, swf, event_reason) {
+    if outcome.held_back() && !failure_event_allowed(lp, swf, event_reason) {
         let label = ReasonLabel {
             reason: event_reason.to_owned(),
         };

@@ -31,6 +31,10 @@ struct Harness {
 
 impl Harness {
     fn new(rebuild_policy: RebuildPolicy, may_write: bool) -> Harness {
+        Harness::with_budget(rebuild_policy, may_write, 6)
+    }
+
+    fn with_budget(rebuild_policy: RebuildPolicy, may_write: bool, writes: usize) -> Harness {
         let api = FakeApi::new();
         let metrics = Arc::new(Metrics::new());
         let settings = default_settings();
@@ -48,7 +52,7 @@ impl Harness {
             may_write,
         );
         let (_target, target) = watch::channel(Some("2.17.0".to_owned()));
-        let (swf_loop, _events) = SwfLoop::new(&ctx, rebuild_policy, target, RESYNC);
+        let (swf_loop, _events) = SwfLoop::new(&ctx, rebuild_policy, target, RESYNC, writes);
         Harness {
             api,
             metrics,
@@ -247,4 +251,19 @@ async fn nothing_is_asked_of_the_api_server_when_nothing_is_to_be_written() {
     h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
     h.api.assert_done();
     assert_eq!(h.decisions("rebuild") + h.decisions("up-to-date"), 0);
+}
+
+#[tokio::test]
+async fn a_fight_with_another_writer_ends_after_the_write_budget_with_one_warning() {
+    // Another writer puts the 2.3 compile back after each of our writes.
+    let h = Harness::with_budget(RebuildPolicy::Always, true, 2);
+    h.api
+        .expect(Method::PATCH, PATH, 200, written("101"))
+        .expect(Method::PATCH, PATH, 200, written("103"));
+    for rv in ["100", "102", "104", "106"] {
+        h.reconcile(&live("swf/kfp-2.3.yaml", rv)).await.unwrap();
+    }
+    h.api.assert_done();
+    assert_eq!((h.writes("ok"), h.decisions("write-loop")), (2, 2));
+    assert_eq!(h.event_reasons(), ["WriteLoop"], "one Warning, not one per pass");
 }
