@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use exit_support::{FINISHED, U1, U2, completed, workflow};
 use k8s_openapi::jiff::Timestamp;
+use pipewarden::exit::claim::{CLAIM_ANNOTATION, Claim, Claimant, MarkKey};
 use pipewarden::exit::event::WorkflowFacts;
 use pipewarden::exit::notification::{
-    Mark, NOTIFICATION_ANNOTATION, NOTIFICATION_LABEL, Plan, event_name, finished_before,
+    Mark, NOTIFICATION_ANNOTATION, NOTIFICATION_LABEL, Plan, Rules, event_name, finished_before,
     header_value, notification, payload, plan,
 };
 use pipewarden::exit::outcome::Outcome;
@@ -21,6 +22,22 @@ const HOUR: Duration = Duration::from_secs(3600);
 fn now() -> Timestamp {
     // Five minutes after FINISHED.
     "2026-08-04T01:14:41Z".parse().unwrap()
+}
+
+static ME: std::sync::LazyLock<Claimant> = std::sync::LazyLock::new(|| Claimant {
+    holder: "replica-a".into(),
+    epoch: 1,
+});
+static NO_KEY: std::sync::LazyLock<MarkKey> = std::sync::LazyLock::new(MarkKey::none);
+
+/// Decided by replica-a at `now`, unsigned claims, a one-hour catch-up window.
+fn rules(now: Timestamp) -> Rules<'static> {
+    Rules {
+        claimant: &ME,
+        key: &NO_KEY,
+        now,
+        catch_up: HOUR,
+    }
 }
 
 fn facts(object: &Value) -> WorkflowFacts {
@@ -36,23 +53,66 @@ fn marked(mut object: Value, mark: &Mark) -> Value {
 fn an_unmarked_recent_completion_is_claimed() {
     let seen = completed(U1, "110", "Succeeded");
     let live = completed(U1, "111", "Succeeded");
-    assert_eq!(plan(&facts(&seen), &live, now(), HOUR), Plan::Claim);
+    assert_eq!(plan(&facts(&seen), &live, &rules(now())), Plan::Claim);
 }
 
 #[test]
-fn a_marked_completion_is_resent_while_pending_and_left_alone_once_sent() {
+fn a_pending_claim_is_resent_by_its_holder_left_to_another_and_taken_over_once_expired() {
     let seen = facts(&completed(U1, "110", "Succeeded"));
     let key = seen.completion_key();
     let pending = marked(
         completed(U1, "111", "Succeeded"),
         &Mark::Pending(key.clone()),
     );
-    let sent = marked(completed(U1, "112", "Succeeded"), &Mark::Sent(key));
-    assert_eq!(plan(&seen, &pending, now(), HOUR), Plan::Resend);
-    assert_eq!(plan(&seen, &sent, now(), HOUR), Plan::AlreadySent);
-    // Age does not matter once claimed: a pending claim is always finished.
+    let claimed_by = |who: &Claimant, until: Timestamp| {
+        let mut live = pending.clone();
+        let mut claim = Claim::new(who, now(), HOUR, &key, &MarkKey::none());
+        claim.until = until;
+        live["metadata"]["annotations"][CLAIM_ANNOTATION] = json!(claim.annotation_value());
+        live
+    };
+    let other = Claimant {
+        holder: "replica-b".into(),
+        epoch: 9,
+    };
+    let later: Timestamp = "2026-08-04T02:00:00Z".parse().unwrap();
+    assert_eq!(
+        plan(&seen, &claimed_by(&ME, later), &rules(now())),
+        Plan::Resend
+    );
+    assert_eq!(
+        plan(&seen, &claimed_by(&other, later), &rules(now())),
+        Plan::ClaimedElsewhere {
+            holder: "replica-b".into(),
+            until: later
+        }
+    );
+    assert_eq!(
+        plan(&seen, &claimed_by(&other, now()), &rules(now())),
+        Plan::TakeOver,
+        "expired"
+    );
+    // A restarted replica of the same name is another holder.
+    let restarted = Claimant {
+        epoch: 2,
+        ..ME.clone()
+    };
+    assert!(matches!(
+        plan(&seen, &claimed_by(&restarted, later), &rules(now())),
+        Plan::ClaimedElsewhere { .. }
+    ));
+    // Without a claim (an earlier version's mark, or a forged one): taken over while recent;
+    // unsigned, past the catch-up window, judged as unclaimed.
+    assert_eq!(plan(&seen, &pending, &rules(now())), Plan::TakeOver);
     let much_later: Timestamp = "2026-08-09T00:00:00Z".parse().unwrap();
-    assert_eq!(plan(&seen, &pending, much_later, HOUR), Plan::Resend);
+    assert_eq!(plan(&seen, &pending, &rules(much_later)), Plan::TooOld);
+    // My own claim is resent whatever its age.
+    assert_eq!(
+        plan(&seen, &claimed_by(&ME, later), &rules(much_later)),
+        Plan::Resend
+    );
+    let sent = marked(completed(U1, "112", "Succeeded"), &Mark::Sent(key));
+    assert_eq!(plan(&seen, &sent, &rules(now())), Plan::AlreadySent);
 }
 
 #[test]
@@ -64,20 +124,20 @@ fn a_stale_copy_is_not_confirmed_by_the_live_workflow() {
     // The seed's false failure: a stale copy turned Error with a finishedAt of its own.
     let stale = workflow(U1, "105", "Error", Some("2026-08-04T01:12:00Z"));
     assert!(matches!(
-        plan(&facts(&stale), &live, now(), HOUR),
+        plan(&facts(&stale), &live, &rules(now())),
         Plan::Unconfirmed(_)
     ));
     // Same finishedAt, another phase: still not this completion.
     let other_phase = workflow(U1, "105", "Failed", Some(FINISHED));
     assert!(matches!(
-        plan(&facts(&other_phase), &live, now(), HOUR),
+        plan(&facts(&other_phase), &live, &rules(now())),
         Plan::Unconfirmed(_)
     ));
     // The live object is running again (a retry): the old completion is not confirmed.
     let retried = workflow(U1, "150", "Running", None);
     let seen = completed(U1, "110", "Succeeded");
     assert!(matches!(
-        plan(&facts(&seen), &retried, now(), HOUR),
+        plan(&facts(&seen), &retried, &rules(now())),
         Plan::Unconfirmed(_)
     ));
 }
@@ -86,7 +146,7 @@ fn a_stale_copy_is_not_confirmed_by_the_live_workflow() {
 fn a_recreated_workflow_does_not_confirm_the_old_uid() {
     let seen = completed(U1, "110", "Succeeded");
     let recreated = completed(U2, "210", "Succeeded");
-    let Plan::Unconfirmed(reason) = plan(&facts(&seen), &recreated, now(), HOUR) else {
+    let Plan::Unconfirmed(reason) = plan(&facts(&seen), &recreated, &rules(now())) else {
         panic!("a new uid must not confirm the old one");
     };
     assert!(reason.contains(U2), "{reason}");
@@ -97,7 +157,7 @@ fn a_new_completion_after_a_retry_is_claimed_despite_the_old_mark() {
     let old_key = format!("{U1}/{FINISHED}");
     let again = workflow(U1, "160", "Failed", Some("2026-08-04T01:14:00Z"));
     let live = marked(again.clone(), &Mark::Sent(old_key));
-    assert_eq!(plan(&facts(&again), &live, now(), HOUR), Plan::Claim);
+    assert_eq!(plan(&facts(&again), &live, &rules(now())), Plan::Claim);
 }
 
 #[test]
@@ -110,7 +170,7 @@ fn a_retry_completing_within_the_same_second_is_a_new_completion() {
     again["status"]["startedAt"] = json!(FINISHED);
     assert_ne!(facts(&again).completion_key(), first_key);
     let live = marked(again.clone(), &Mark::Sent(first_key));
-    assert_eq!(plan(&facts(&again), &live, now(), HOUR), Plan::Claim);
+    assert_eq!(plan(&facts(&again), &live, &rules(now())), Plan::Claim);
 }
 
 #[test]
@@ -118,7 +178,7 @@ fn completions_before_the_catch_up_window_are_skipped_unless_claimed() {
     let seen = facts(&completed(U1, "110", "Succeeded"));
     let live = completed(U1, "110", "Succeeded");
     let two_hours_later: Timestamp = "2026-08-04T03:09:42Z".parse().unwrap();
-    assert_eq!(plan(&seen, &live, two_hours_later, HOUR), Plan::TooOld);
+    assert_eq!(plan(&seen, &live, &rules(two_hours_later)), Plan::TooOld);
     assert!(!finished_before(&seen, now(), HOUR));
     // Without a readable finishedAt the age is unknown: notify rather than lose it.
     let bare = facts(&workflow(U1, "110", "Succeeded", None));
@@ -131,7 +191,7 @@ fn completions_before_the_catch_up_window_are_skipped_unless_claimed() {
 fn a_live_workflow_without_identity_confirms_nothing() {
     let seen = facts(&completed(U1, "110", "Succeeded"));
     assert!(matches!(
-        plan(&seen, &json!({"metadata": {}}), now(), HOUR),
+        plan(&seen, &json!({"metadata": {}}), &rules(now())),
         Plan::Unconfirmed(_)
     ));
 }
@@ -160,7 +220,7 @@ fn marks_round_trip_and_unknown_values_are_ignored() {
 
 #[test]
 fn a_mark_patch_carries_the_resource_version_it_was_decided_on() {
-    let patch = Mark::Pending("k".into()).patch("111");
+    let patch = Mark::Pending("k".into()).patch("111", None);
     assert_eq!(patch["metadata"]["resourceVersion"], "111");
     assert_eq!(
         patch["metadata"]["annotations"][NOTIFICATION_ANNOTATION],
@@ -206,7 +266,7 @@ fn a_mark_from_an_earlier_version_is_honoured() {
         completed(U1, "111", "Succeeded"),
         &Mark::Sent(format!("{U1}/{FINISHED}")),
     );
-    assert_eq!(plan(&seen, &sent, now(), HOUR), Plan::AlreadySent);
+    assert_eq!(plan(&seen, &sent, &rules(now())), Plan::AlreadySent);
 }
 
 #[test]
@@ -219,11 +279,11 @@ fn settled_marks_are_not_acted_on_again() {
     );
     let skipped = marked(completed(U1, "111", "Succeeded"), &Mark::Skipped(key));
     assert_eq!(
-        plan(&seen, &failed, now(), HOUR),
+        plan(&seen, &failed, &rules(now())),
         Plan::AlreadySettled(Outcome::AlreadyFailed)
     );
     assert_eq!(
-        plan(&seen, &skipped, now(), HOUR),
+        plan(&seen, &skipped, &rules(now())),
         Plan::AlreadySettled(Outcome::AlreadySkipped)
     );
 }

@@ -1,5 +1,6 @@
 //! Flags of the exit gate.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::duration::humantime_secs;
@@ -67,6 +68,15 @@ pub struct ExitArgs {
     /// How long a tombstone is kept after it was recorded or last raised (Argo keeps 1300 s).
     #[arg(long, env = "PIPEWARDEN_TOMBSTONE_TTL", default_value = "1300s", value_parser = humantime_secs)]
     pub tombstone_ttl: Duration,
+    /// How long a replica's claim on a completion holds before another may take it over
+    /// [default: 4 x --exit-webhook-timeout + 30s, past any delivery still in flight].
+    #[arg(long, env = "PIPEWARDEN_EXIT_CLAIM_TTL", value_parser = humantime_secs)]
+    pub exit_claim_ttl: Option<Duration>,
+    /// A key (a mounted Secret, shared by the replicas) that claims are signed with; a pending
+    /// mark without a valid signature is then not a claim. Unset, or the file absent: claims
+    /// are unsigned (a warning at start).
+    #[arg(long, env = "PIPEWARDEN_EXIT_MARK_KEY_FILE")]
+    pub exit_mark_key_file: Option<PathBuf>,
     /// Most tombstones held; the least recently used are evicted beyond it.
     #[arg(
         long,
@@ -77,8 +87,20 @@ pub struct ExitArgs {
 }
 
 impl ExitArgs {
+    /// The claim TTL in force.
+    pub fn claim_ttl(&self) -> Duration {
+        self.exit_claim_ttl
+            .unwrap_or(self.exit_webhook_timeout * 4 + Duration::from_secs(30))
+    }
+
     pub fn floors(&self) -> Vec<Floor> {
         vec![
+            Floor::duration(
+                "--exit-claim-ttl",
+                Some("PIPEWARDEN_EXIT_CLAIM_TTL"),
+                self.claim_ttl(),
+                Duration::from_secs(10),
+            ),
             Floor::count(
                 "--exit-attempts",
                 "PIPEWARDEN_EXIT_ATTEMPTS",

@@ -29,6 +29,8 @@ pub struct Context {
     pub api_server: Arc<str>,
     /// Which SWFs and Workflows this replica handles.
     pub shard: crate::config::Shard,
+    /// This replica's name (its pod), as its Lease and claims name it.
+    pub identity: Arc<str>,
 }
 
 impl Context {
@@ -55,7 +57,16 @@ impl Context {
             may_write,
             api_server: "(unknown URL)".into(),
             shard: crate::config::Shard::default(),
+            identity: std::env::var("POD_NAME")
+                .unwrap_or_else(|_| format!("pipewarden-{}", std::process::id()))
+                .into(),
         }
+    }
+
+    /// Names this replica `identity` in its claims.
+    pub fn with_identity(mut self, identity: &str) -> Self {
+        self.identity = identity.into();
+        self
     }
 
     /// Names `url` as the API server in connection errors.

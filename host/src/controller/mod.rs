@@ -167,7 +167,8 @@ pub async fn start_with(
         may_write,
     )
     .with_watch_grace(args.watch_grace)
-    .with_shard(shard);
+    .with_shard(shard)
+    .with_identity(&args.leader.identity());
     let ctx = match &args.api_server_url {
         Some(url) => ctx.with_api_server(url),
         None => ctx,

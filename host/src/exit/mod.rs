@@ -2,6 +2,7 @@
 //! and the once-per-completion notification rules.
 
 mod cache;
+pub mod claim;
 pub mod event;
 pub mod gate;
 pub mod notification;

@@ -16,6 +16,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::claim::{CLAIM_ANNOTATION, Claim, Claimant, MarkKey};
 use super::event::WorkflowFacts;
 use super::outcome::Outcome;
 
@@ -80,13 +81,21 @@ impl Mark {
         format!("{}/{}", self.state(), self.key())
     }
 
-    /// A JSON merge patch setting this mark (annotation and label); the server refuses it
-    /// (409) unless the object is still at `resource_version`.
-    pub fn patch(&self, resource_version: &str) -> Value {
+    /// A JSON merge patch setting this mark (annotation and label) and `claim` beside a
+    /// pending one (a settled mark takes the claim away); the server refuses it (409) unless
+    /// the object is still at `resource_version`.
+    pub fn patch(&self, resource_version: &str, claim: Option<&Claim>) -> Value {
+        let claim = match (self, claim) {
+            (Mark::Pending(_), Some(claim)) => Value::String(claim.annotation_value()),
+            _ => Value::Null,
+        };
         json!({
             "metadata": {
                 "resourceVersion": resource_version,
-                "annotations": { NOTIFICATION_ANNOTATION: self.annotation_value() },
+                "annotations": {
+                    NOTIFICATION_ANNOTATION: self.annotation_value(),
+                    CLAIM_ANNOTATION: claim,
+                },
                 "labels": { NOTIFICATION_LABEL: self.state() },
             }
         })
@@ -101,9 +110,14 @@ pub enum Plan {
     AlreadySent,
     /// Given up earlier (`failed/<key>`) or reported as too old (`skipped/<key>`).
     AlreadySettled(Outcome),
-    /// Claimed earlier (by a replica that stopped, or an attempt that failed): deliver again
-    /// with the same key; receivers deduplicate.
+    /// Claimed earlier by this replica (an attempt that failed): renew the claim, deliver
+    /// again with the same key; receivers deduplicate.
     Resend,
+    /// Claimed by another holder whose claim still holds: it delivers, not this replica.
+    ClaimedElsewhere { holder: String, until: Timestamp },
+    /// Claimed by a holder whose claim expired (its replica stopped), or by an earlier version
+    /// that wrote no claim: claim it anew and deliver again with the same key.
+    TakeOver,
     /// Not claimed yet: claim, deliver, mark sent.
     Claim,
     /// Unclaimed and finished before the catch-up window: reported (mark, Event, metric), not
@@ -121,6 +135,8 @@ impl Plan {
             Plan::AlreadySent => "already-notified",
             Plan::AlreadySettled(outcome) => outcome.label(),
             Plan::Resend => "resend",
+            Plan::ClaimedElsewhere { .. } => "claimed-elsewhere",
+            Plan::TakeOver => "take-over",
             Plan::Claim => "claim",
             Plan::TooOld => "skipped-old",
             Plan::Unconfirmed(_) => "unconfirmed",
@@ -128,13 +144,24 @@ impl Plan {
     }
 }
 
+/// What a plan is decided against besides the objects: this replica, the mark key, the time
+/// and the catch-up window.
+#[derive(Clone, Debug)]
+pub struct Rules<'a> {
+    pub claimant: &'a Claimant,
+    pub key: &'a MarkKey,
+    pub now: Timestamp,
+    pub catch_up: Duration,
+}
+
 /// Decides what to do about the completion `seen` (from an event) given `live`, the workflow
 /// as the API server returned it just now.
-pub fn plan(seen: &WorkflowFacts, live: &Value, now: Timestamp, catch_up: Duration) -> Plan {
+pub fn plan(seen: &WorkflowFacts, live: &Value, rules: &Rules) -> Plan {
     let Some(current) = WorkflowFacts::read(live) else {
         return Plan::Unconfirmed("the live workflow has no name or uid".into());
     };
-    plan_facts(seen, &current, Mark::read(live).as_ref(), now, catch_up)
+    let (mark, claim) = (Mark::read(live), Claim::read(live));
+    plan_facts(seen, &current, mark.as_ref(), claim.as_ref(), rules)
 }
 
 /// [`plan`] on what was read from the live object: its facts and its mark. For a deleted
@@ -143,8 +170,8 @@ pub fn plan_facts(
     seen: &WorkflowFacts,
     current: &WorkflowFacts,
     mark: Option<&Mark>,
-    now: Timestamp,
-    catch_up: Duration,
+    claim: Option<&Claim>,
+    rules: &Rules,
 ) -> Plan {
     if current.uid != seen.uid {
         return Plan::Unconfirmed(format!(
@@ -166,15 +193,39 @@ pub fn plan_facts(
             current.completion_key(),
         ));
     }
+    let claim = claim.filter(|claim| rules.key.verifies(claim, &key));
     match mark {
         Some(mark) if current.is_completion_key(mark.key()) => match mark {
             Mark::Sent(_) => Plan::AlreadySent,
-            Mark::Pending(_) => Plan::Resend,
+            // With a mark key, a pending mark without a claim the controller signed is not one
+            // of its marks: the completion is judged as unclaimed.
+            Mark::Pending(_) if rules.key.is_set() && claim.is_none() => unclaimed(current, rules),
+            Mark::Pending(_) => match claim {
+                Some(claim) if claim.is_by(rules.claimant) => Plan::Resend,
+                Some(claim) if claim.holds_at(rules.now) => Plan::ClaimedElsewhere {
+                    holder: claim.holder.clone(),
+                    until: claim.until,
+                },
+                // Unsigned, it could be anyone's: past the catch-up window it is judged as
+                // unclaimed, so a forged mark cannot make an old completion notified.
+                _ if !rules.key.is_set() => match unclaimed(current, rules) {
+                    Plan::Claim => Plan::TakeOver,
+                    too_old => too_old,
+                },
+                _ => Plan::TakeOver,
+            },
             Mark::Failed(_) => Plan::AlreadySettled(Outcome::AlreadyFailed),
             Mark::Skipped(_) => Plan::AlreadySettled(Outcome::AlreadySkipped),
         },
-        _ if finished_before(current, now, catch_up) => Plan::TooOld,
-        _ => Plan::Claim,
+        _ => unclaimed(current, rules),
+    }
+}
+
+fn unclaimed(current: &WorkflowFacts, rules: &Rules) -> Plan {
+    if finished_before(current, rules.now, rules.catch_up) {
+        Plan::TooOld
+    } else {
+        Plan::Claim
     }
 }
 

@@ -26,6 +26,8 @@ pub enum Outcome {
     Superseded,
     /// This replica may not write (not the leader).
     NotLeader,
+    /// Another replica holds a fresh claim on it: that one delivers.
+    ClaimedElsewhere,
     /// Another event of the same completion is being processed; it answers for both.
     InFlight,
     /// The exit loop stopped before the outcome was known.
@@ -45,6 +47,7 @@ impl Outcome {
             Outcome::GaveUp => "gave-up",
             Outcome::Superseded => "superseded",
             Outcome::NotLeader => "not-leader",
+            Outcome::ClaimedElsewhere => "claimed-elsewhere",
             Outcome::InFlight => "in-flight",
             Outcome::Stopped => "stopped",
         }
@@ -59,6 +62,7 @@ impl Outcome {
             Outcome::Unconfirmed
                 | Outcome::Gone
                 | Outcome::NotLeader
+                | Outcome::ClaimedElsewhere
                 | Outcome::InFlight
                 | Outcome::Stopped
         )

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::claim::Claim;
 use super::event::WorkflowFacts;
 use super::notification::Mark;
 
@@ -10,6 +11,8 @@ use super::notification::Mark;
 pub struct SeenWorkflow {
     pub facts: WorkflowFacts,
     pub mark: Option<Mark>,
+    /// Who claimed the completion beside a pending mark.
+    pub claim: Option<Claim>,
     pub raw: Value,
 }
 
@@ -19,6 +22,7 @@ impl SeenWorkflow {
         let facts = WorkflowFacts::read(&raw)?;
         Some(SeenWorkflow {
             mark: Mark::read(&raw),
+            claim: Claim::read(&raw),
             facts,
             raw,
         })

@@ -6,8 +6,8 @@ pub mod decide;
 pub mod diff;
 pub mod healthz;
 pub mod last_good;
-pub mod owned;
 pub mod outcome;
+pub mod owned;
 pub mod patch;
 pub mod plan;
 

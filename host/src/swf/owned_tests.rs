@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::decide::{RenderTarget, SwfOutcome, decide};
 use super::plan::plan;
 use crate::engine::{
-    Decisions, Export, Native, PolicyError, RebuildPolicy, RebuildDecision, RebuildInput,
+    Decisions, Export, Native, PolicyError, RebuildDecision, RebuildInput, RebuildPolicy,
     RenderContext,
 };
 use pipewarden_guest as guest;
@@ -32,7 +32,10 @@ impl guest::Policy for Merging {
         merge(&mut live, &settings["render"]);
         Ok(live.to_string())
     }
-    fn exit_eligibility(_: guest::WorkflowEvent, _: Option<guest::Tombstone>) -> guest::Eligibility {
+    fn exit_eligibility(
+        _: guest::WorkflowEvent,
+        _: Option<guest::Tombstone>,
+    ) -> guest::Eligibility {
         guest::Eligibility::Process
     }
 }
@@ -82,11 +85,19 @@ fn policy() -> Native<Merging> {
 #[test]
 fn a_render_that_empties_the_spec_is_refused_naming_the_field_and_writes_nothing() {
     let outcome = plan(&policy(), &live(), &target(json!({"spec": {}}), true));
-    let SwfOutcome::Failed { error, export, kind } = &outcome else {
+    let SwfOutcome::Failed {
+        error,
+        export,
+        kind,
+    } = &outcome
+    else {
         panic!("{outcome:?}");
     };
     assert_eq!((*export, *kind), (Export::RenderSwf, "bad_output"));
-    assert!(error.contains("spec.enabled") || error.contains("spec.trigger"), "{error}");
+    assert!(
+        error.contains("spec.enabled") || error.contains("spec.trigger"),
+        "{error}"
+    );
     assert!(outcome.desired().is_none(), "nothing to write");
 }
 

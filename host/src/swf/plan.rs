@@ -7,8 +7,8 @@ use serde_json::Value;
 use super::decide::changes_to_write;
 use super::decide::{RenderTarget, SwfOutcome, decide};
 use super::last_good::{self, Restore};
-use super::owned::{drop_nulls, foreign_change};
 use super::not_rebuildable_reason;
+use super::owned::{drop_nulls, foreign_change};
 use crate::engine::{Decisions, Export, PolicyError, RebuildPolicy};
 
 /// The plan for `live`. Restores happen only on a guest error from `render-swf` (the policy

@@ -174,7 +174,23 @@ async fn pending_claims_are_swept_without_a_restart() -> Result<()> {
         "{}/2026-08-04T01:00:03Z/2026-08-04T01:05:00Z/Failed",
         retried.uid().unwrap_or_default()
     );
-    let claim = Mark::Pending(old_key).patch(&retried.resource_version().unwrap_or_default());
+    let killed = pipewarden::exit::claim::Claimant {
+        holder: "killed-replica".into(),
+        epoch: 1,
+    };
+    let at =
+        k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(200);
+    let expired = pipewarden::exit::claim::Claim::new(
+        &killed,
+        at,
+        Duration::from_secs(70),
+        &old_key,
+        &pipewarden::exit::claim::MarkKey::none(),
+    );
+    let claim = Mark::Pending(old_key).patch(
+        &retried.resource_version().unwrap_or_default(),
+        Some(&expired),
+    );
     api.patch("moved-on", &PatchParams::default(), &Patch::Merge(&claim))
         .await?;
 

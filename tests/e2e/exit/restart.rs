@@ -62,8 +62,11 @@ async fn a_claim_left_pending_is_resent_with_its_key_after_restart() -> Result<(
     let running = set_phase(&api, &submit(&api, NAME).await?, "Running", None).await?;
     let done = set_phase(&api, &running, "Error", Some(&timestamp(0))).await?;
     let key = completion_key(&done)?;
-    // A replica claimed this completion and was killed before it marked it sent.
-    let claim = Mark::Pending(key.clone()).patch(&done.resource_version().unwrap_or_default());
+    // A replica claimed this completion and was killed before it marked it sent; its claim
+    // expired since.
+    let expired = expired_claim(&key);
+    let claim = Mark::Pending(key.clone())
+        .patch(&done.resource_version().unwrap_or_default(), Some(&expired));
     api.patch(NAME, &PatchParams::default(), &Patch::Merge(&claim))
         .await?;
 
@@ -146,4 +149,22 @@ async fn a_standby_notifies_what_it_saw_once_it_takes_over() -> Result<()> {
     ensure!(receiver.requests() == 1, "{} requests", receiver.requests());
     standby.stop().await;
     Ok(())
+}
+
+/// A claim by a replica that stopped 200 s ago, long expired.
+fn expired_claim(key: &str) -> pipewarden::exit::claim::Claim {
+    use pipewarden::exit::claim::{Claim, Claimant, MarkKey};
+    let killed = Claimant {
+        holder: "killed-replica".into(),
+        epoch: 1,
+    };
+    let at =
+        k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(200);
+    Claim::new(
+        &killed,
+        at,
+        std::time::Duration::from_secs(70),
+        key,
+        &MarkKey::none(),
+    )
 }

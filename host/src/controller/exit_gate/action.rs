@@ -19,6 +19,7 @@ use super::gate::{Gate, workflows};
 use super::tracker::{Begin, Final};
 use super::webhook::PostError;
 use crate::controller::metrics::Metrics;
+use crate::exit::claim::Claim;
 use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::{
     Mark, Notification, Plan, event_note, finished_before, notification, plan_facts, reasons,
@@ -195,6 +196,11 @@ async fn process(gate: &Arc<Gate>, seen: WorkflowFacts, origin: Origin) {
 }
 
 async fn attempt(gate: &Gate, run: &mut Run) -> Ended {
+    // Until delivered, every attempt confirms and renews the claim: during the backoff another
+    // replica may have taken over one that expired.
+    if !run.delivered && run.deleted.is_none() && run.attempts > 1 {
+        run.claimed = None;
+    }
     if run.claimed.is_none() {
         match confirm_and_claim(gate, run).await {
             Ok(None) => {}
@@ -286,6 +292,7 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
         let Some(SeenWorkflow {
             facts: current,
             mark,
+            claim,
             ..
         }) = SeenWorkflow::read(live)
         else {
@@ -308,8 +315,8 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
             &run.seen,
             &current,
             mark.as_ref(),
-            Timestamp::now(),
-            gate.limits.catch_up,
+            claim.as_ref(),
+            &gate.rules(),
         );
         let resource_version = current.resource_version.clone();
         match plan {
@@ -320,30 +327,43 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
                 // The Event first (a second create is a no-op), then the mark that settles it.
                 let outcome = report_too_old(gate, &current).await?;
                 let mark = Mark::Skipped(run.key.clone());
-                match write_mark(gate, &api, &run.seen.name, &mark, &resource_version).await {
+                match write_mark(gate, &api, &run.seen.name, &mark, &resource_version, None).await {
                     Ok(_) => return Ok(Some(outcome)),
                     Err(kube::Error::Api(status)) if status.is_conflict() => continue,
                     Err(error) => return Err(Failure::new("claim", error)),
                 }
             }
-            Plan::Resend => {
-                if finished_before(&current, Timestamp::now(), gate.limits.give_up_after) {
-                    run.claimed = Some(claimed(gate, current, Some(resource_version)));
-                    let reason = format!(
-                        "claimed, but finished more than {:?} ago (--exit-give-up-after)",
-                        gate.limits.give_up_after
-                    );
-                    return Ok(Some(give_up(gate, run, &reason).await));
-                }
-                run.claimed = Some(claimed(gate, current, Some(resource_version)));
-                return Ok(None);
+            Plan::ClaimedElsewhere { holder, until } => {
+                tracing::info!(
+                    key = run.key,
+                    holder,
+                    until = %until,
+                    "claimed by another replica, which delivers; not delivering"
+                );
+                return Ok(Some(Outcome::ClaimedElsewhere));
             }
-            Plan::Claim => {
+            Plan::Resend | Plan::TakeOver
+                if finished_before(&current, Timestamp::now(), gate.limits.give_up_after) =>
+            {
+                run.claimed = Some(claimed(gate, current, Some(resource_version)));
+                let reason = format!(
+                    "claimed, but finished more than {:?} ago (--exit-give-up-after)",
+                    gate.limits.give_up_after
+                );
+                return Ok(Some(give_up(gate, run, &reason).await));
+            }
+            // Claimed anew (or renewed, or taken over), with this replica as the holder.
+            Plan::Resend | Plan::TakeOver | Plan::Claim => {
                 if !gate.ctx.may_write() {
                     return Ok(Some(Outcome::NotLeader));
                 }
+                if plan == Plan::TakeOver {
+                    tracing::info!(key = run.key, "taking over a claim that expired");
+                }
                 let mark = Mark::Pending(run.key.clone());
-                match write_mark(gate, &api, &run.seen.name, &mark, &resource_version).await {
+                let claim = gate.claim(&run.key);
+                let name = &run.seen.name;
+                match write_mark(gate, &api, name, &mark, &resource_version, Some(&claim)).await {
                     Ok(written) => {
                         let rv = written.unwrap_or(resource_version);
                         run.claimed = Some(claimed(gate, current, Some(rv)));
@@ -372,15 +392,17 @@ async fn from_final(
         &run.seen,
         &final_object.facts,
         final_object.mark.as_ref(),
-        Timestamp::now(),
-        gate.limits.catch_up,
+        final_object.claim.as_ref(),
+        &gate.rules(),
     );
     match plan {
         Plan::AlreadySent => Ok(Some(Outcome::AlreadyNotified)),
         Plan::AlreadySettled(outcome) => Ok(Some(outcome)),
         Plan::Unconfirmed(reason) => Ok(Some(unconfirmed(run, &reason))),
         Plan::TooOld => report_too_old(gate, &final_object.facts).await.map(Some),
-        Plan::Resend | Plan::Claim => {
+        // Its holder saw the DELETE too and delivers from the final object.
+        Plan::ClaimedElsewhere { .. } => Ok(Some(Outcome::ClaimedElsewhere)),
+        Plan::Resend | Plan::TakeOver | Plan::Claim => {
             tracing::info!(
                 key = run.key,
                 "deleted before it was notified; notifying from its final object"
@@ -437,7 +459,16 @@ async fn mark_sent(gate: &Gate, run: &mut Run) -> Result<(), Failure> {
     let mark = Mark::Sent(run.key.clone());
     for _ in 0..CONFLICT_ATTEMPTS {
         let resource_version = claimed.resource_version.clone().unwrap_or_default();
-        match write_mark(gate, &api, &claimed.facts.name, &mark, &resource_version).await {
+        match write_mark(
+            gate,
+            &api,
+            &claimed.facts.name,
+            &mark,
+            &resource_version,
+            None,
+        )
+        .await
+        {
             Ok(_) => return Ok(()),
             Err(kube::Error::Api(status)) if status.is_conflict() => {}
             Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
@@ -449,7 +480,7 @@ async fn mark_sent(gate: &Gate, run: &mut Run) -> Result<(), Failure> {
         };
         match fresh.map(|fresh| fresh.and_then(SeenWorkflow::read)) {
             Ok(Some(fresh)) => match fresh.mark {
-                Some(Mark::Pending(key)) if key == run.key => {
+                Some(Mark::Pending(key)) if key == run.key && gate.holds(fresh.claim.as_ref()) => {
                     claimed.resource_version = Some(fresh.facts.resource_version);
                 }
                 Some(Mark::Sent(key)) if key == run.key => return Ok(()),
@@ -524,7 +555,20 @@ pub(super) async fn settle_mark(gate: &Gate, facts: &WorkflowFacts, mark: Mark) 
         {
             return;
         }
-        match write_mark(gate, &api, &facts.name, &mark, &current.resource_version).await {
+        // A pending claim another replica holds is that replica's to settle.
+        if live.own_mark().is_some() && !gate.holds(live.claim.as_ref()) {
+            return;
+        }
+        match write_mark(
+            gate,
+            &api,
+            &facts.name,
+            &mark,
+            &current.resource_version,
+            None,
+        )
+        .await
+        {
             Ok(_) => return,
             Err(kube::Error::Api(status)) if status.is_conflict() => continue,
             Err(error) => {
@@ -576,21 +620,22 @@ async fn read(api: &Api<DynamicObject>, name: &str) -> kube::Result<Option<Value
     }
 }
 
-/// Sets `mark` on the workflow, only if it is still at `resource_version`; returns the
-/// resourceVersion written.
+/// Sets `mark` (with `claim` beside a pending one) on the workflow, only if it is still at
+/// `resource_version`; returns the resourceVersion written.
 async fn write_mark(
     gate: &Gate,
     api: &Api<DynamicObject>,
     name: &str,
     mark: &Mark,
     resource_version: &str,
+    claim: Option<&Claim>,
 ) -> kube::Result<Option<String>> {
     let _permit = gate.api_permit().await;
     let written = api
         .patch(
             name,
             &PatchParams::default(),
-            &Patch::Merge(&mark.patch(resource_version)),
+            &Patch::Merge(&mark.patch(resource_version, claim)),
         )
         .await?;
     Ok(written.metadata.resource_version)

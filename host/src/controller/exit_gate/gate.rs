@@ -16,7 +16,11 @@ use super::tracker::Tracker;
 use crate::controller::context::Context;
 use crate::controller::metrics::Metrics;
 use crate::engine::EventKind;
+use k8s_openapi::jiff::Timestamp;
+
 use crate::exit::TombstoneCache;
+use crate::exit::claim::{Claim, Claimant, MarkKey};
+use crate::exit::notification::Rules;
 use crate::exit::seen::SeenWorkflow;
 
 pub(super) enum Work {
@@ -55,6 +59,8 @@ pub(super) type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// The delays between attempts, and what bounds them.
 #[derive(Clone, Debug)]
 pub struct Limits {
+    /// How long a claim holds before another replica may take it over.
+    pub claim_ttl: Duration,
     pub attempts: u32,
     pub retry_delay: Duration,
     pub retry_max_delay: Duration,
@@ -67,6 +73,9 @@ pub struct Limits {
 /// What every shard and every completion shares.
 pub(super) struct Gate {
     pub ctx: Context,
+    /// This replica, as its claims name it, and the key they are signed with.
+    pub claimant: Claimant,
+    pub mark_key: MarkKey,
     pub tombstones: TombstoneCache,
     pub tracker: Tracker,
     pub delivery: Option<Delivery>,
@@ -77,6 +86,12 @@ pub(super) struct Gate {
     delayed: mpsc::Sender<(Duration, Work)>,
     /// Completion tasks, run by the exit loop so that they stop with it.
     tasks: mpsc::UnboundedSender<Task>,
+}
+
+/// Who this replica is when it claims.
+pub(super) struct Claims {
+    pub claimant: Claimant,
+    pub key: MarkKey,
 }
 
 /// Where a gate hands work it does not do itself.
@@ -92,9 +107,12 @@ impl Gate {
         tracker: Tracker,
         delivery: Option<Delivery>,
         limits: Limits,
+        claims: Claims,
         queues: Queues,
     ) -> Self {
         Gate {
+            claimant: claims.claimant,
+            mark_key: claims.key,
             api: Arc::new(Semaphore::new(ctx.concurrency)),
             events: EventWriter::new(ctx.client.clone()),
             ctx,
@@ -119,6 +137,32 @@ impl Gate {
     /// Runs `task` beside the shards, as long as the exit loop runs.
     pub fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
         let _ = self.tasks.send(Box::pin(task));
+    }
+
+    /// What plans are decided against now.
+    pub fn rules(&self) -> Rules<'_> {
+        Rules {
+            claimant: &self.claimant,
+            key: &self.mark_key,
+            now: Timestamp::now(),
+            catch_up: self.limits.catch_up,
+        }
+    }
+
+    /// A claim by this replica on the completion `key`, from now.
+    pub fn claim(&self, key: &str) -> Claim {
+        Claim::new(
+            &self.claimant,
+            Timestamp::now(),
+            self.limits.claim_ttl,
+            key,
+            &self.mark_key,
+        )
+    }
+
+    /// Whether this replica holds `claim` (a verified claim by this very process).
+    pub fn holds(&self, claim: Option<&Claim>) -> bool {
+        claim.is_some_and(|claim| claim.is_by(&self.claimant))
     }
 
     /// A place among the API requests the action paths may have in flight.

@@ -30,10 +30,11 @@ use super::metrics::Metrics;
 use crate::config::ExitArgs;
 use crate::engine::EventKind;
 use crate::exit::TombstoneCache;
+use crate::exit::claim::{Claimant, MarkKey};
 use crate::exit::outcome::Outcome;
 use crate::exit::tombstone::{MonotonicClock, UidKey};
 use delivery::Delivery;
-use gate::{Gate, Limits, Queues, Task, Work};
+use gate::{Claims, Gate, Limits, Queues, Task, Work};
 use tracker::Tracker;
 use watch::Input;
 
@@ -98,6 +99,7 @@ pub async fn run(
         Arc::new(MonotonicClock::new()),
     );
     let limits = Limits {
+        claim_ttl: args.claim_ttl(),
         attempts: args.exit_attempts.max(1),
         retry_delay: args.exit_retry_delay,
         retry_max_delay: args.exit_retry_max_delay.max(args.exit_retry_delay),
@@ -114,6 +116,10 @@ pub async fn run(
         Tracker::new(args.tombstone_ttl, args.tombstone_max_entries),
         delivery,
         limits,
+        Claims {
+            claimant: Claimant::new(&ctx.identity),
+            key: mark_key(args.exit_mark_key_file.as_deref())?,
+        },
         Queues {
             delayed: delay_tx,
             tasks: task_tx,
@@ -194,6 +200,30 @@ pub async fn run(
             }
         }
     }
+}
+
+/// The key claims are signed with: the file's bytes (surrounding whitespace trimmed), or none,
+/// said once, when no file is named or it does not exist (an optional Secret not created).
+fn mark_key(path: Option<&std::path::Path>) -> anyhow::Result<MarkKey> {
+    let Some(path) = path.filter(|p| p.exists()) else {
+        tracing::warn!(
+            file = path.map(|p| p.display().to_string()),
+            "exit claims are unsigned (no --exit-mark-key-file): a claim on a workflow is \
+             trusted as written; forged ones can delay a notification, not cause one"
+        );
+        return Ok(MarkKey::none());
+    };
+    let secret = std::fs::read(path)
+        .map_err(|e| anyhow::anyhow!("--exit-mark-key-file {}: {e}", path.display()))?;
+    let secret = secret.trim_ascii();
+    if secret.len() < 16 {
+        anyhow::bail!(
+            "--exit-mark-key-file {}: {} bytes; a key needs at least 16",
+            path.display(),
+            secret.len()
+        );
+    }
+    Ok(MarkKey::new(secret))
 }
 
 /// Hands work to the worker that owns its uid, waiting while that worker is busy.

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
+use crate::exit::claim::Claim;
 use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::Mark;
 use crate::exit::outcome::Outcome;
@@ -24,6 +25,7 @@ const MAX_IN_FLIGHT: usize = 100_000;
 pub struct Final {
     pub facts: WorkflowFacts,
     pub mark: Option<Mark>,
+    pub claim: Option<Claim>,
 }
 
 impl Final {
@@ -31,6 +33,7 @@ impl Final {
         Final {
             facts: seen.facts.clone(),
             mark: seen.mark.clone(),
+            claim: seen.claim.clone(),
         }
     }
 }

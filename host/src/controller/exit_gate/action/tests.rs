@@ -14,12 +14,14 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::{Origin, submit};
 use crate::controller::context::Context;
 use crate::controller::exit_gate::delivery::Delivery;
+use crate::controller::exit_gate::gate::Claims;
 use crate::controller::exit_gate::gate::{Gate, Limits, Queues, Task};
 use crate::controller::exit_gate::tracker::Tracker;
 use crate::controller::exit_gate::webhook::Webhook;
 use crate::controller::metrics::Metrics;
 use crate::controller::policy_handle::{LoadedPolicy, PolicyHandle};
 use crate::exit::TombstoneCache;
+use crate::exit::claim::{CLAIM_ANNOTATION, Claim, Claimant, MarkKey};
 use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::NOTIFICATION_ANNOTATION;
 use crate::exit::outcome::Outcome;
@@ -74,8 +76,26 @@ struct Harness {
     receiver: Receiver,
 }
 
+fn me() -> Claimant {
+    Claimant {
+        holder: "replica-a".into(),
+        epoch: 1,
+    }
+}
+
+fn other() -> Claimant {
+    Claimant {
+        holder: "replica-b".into(),
+        epoch: 7,
+    }
+}
+
 impl Harness {
     async fn new(attempts: u32) -> Harness {
+        Harness::with_key(attempts, MarkKey::none()).await
+    }
+
+    async fn with_key(attempts: u32, key: MarkKey) -> Harness {
         let api = FakeApi::new();
         let metrics = Arc::new(Metrics::new());
         let loaded = LoadedPolicy {
@@ -96,6 +116,7 @@ impl Harness {
         let (delivery, pools) = Delivery::new(webhook, 4, 16, metrics.clone());
         tokio::spawn(pools.run());
         let limits = Limits {
+            claim_ttl: Duration::from_secs(70),
             attempts,
             retry_delay: Duration::from_millis(10),
             retry_max_delay: Duration::from_millis(40),
@@ -117,6 +138,10 @@ impl Harness {
             Tracker::new(Duration::from_secs(1300), 1000),
             Some(delivery),
             limits,
+            Claims {
+                claimant: me(),
+                key,
+            },
             Queues {
                 delayed,
                 tasks: tasks_tx,
@@ -185,6 +210,23 @@ fn workflow(rv: &str, phase: &str, finished_at: &str, mark: Option<&str>) -> Val
 
 fn key(phase: &str, finished_at: &str) -> String {
     format!("{UID}/{STARTED}/{finished_at}/{phase}")
+}
+
+/// `workflow` with a claim by `by`, holding until `seconds` from now (negative: expired).
+fn claimed_by(mut workflow: Value, by: &Claimant, seconds: i64, key: &MarkKey) -> Value {
+    let completion = WorkflowFacts::read(&workflow).unwrap().completion_key();
+    let at = Timestamp::now() - SignedDuration::from_secs(120);
+    let ttl = Duration::from_secs((120 + seconds).max(0) as u64);
+    let claim = Claim::new(by, at, ttl, &completion, key);
+    workflow["metadata"]["annotations"][CLAIM_ANNOTATION] = json!(claim.annotation_value());
+    workflow
+}
+
+/// The claim a patch writes, if any.
+fn claim_of(patch: &Value) -> Option<Claim> {
+    patch["metadata"]["annotations"][CLAIM_ANNOTATION]
+        .as_str()
+        .and_then(Claim::parse)
 }
 
 fn mark_of(patch: &Value) -> (&str, &str) {
@@ -387,33 +429,41 @@ async fn a_receiver_that_keeps_failing_is_given_up_with_a_failed_mark_and_a_warn
     let live = workflow("10", "Succeeded", &at, None);
     let key = key("Succeeded", &at);
     let pending = format!("pending/{key}");
+    let mine = |rv: &str| {
+        claimed_by(
+            workflow(rv, "Succeeded", &at, Some(&pending)),
+            &me(),
+            60,
+            &MarkKey::none(),
+        )
+    };
     h.api
         .expect(Method::GET, PATH, 200, live.clone())
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("11", "Succeeded", &at, Some(&pending)),
-        )
+        .expect(Method::PATCH, PATH, 200, mine("11"))
+        // The second attempt confirms the claim is still this replica's and renews it.
+        .expect(Method::GET, PATH, 200, mine("11"))
+        .expect(Method::PATCH, PATH, 200, mine("12"))
         // Giving up: the mark is written where the workflow still shows the claim.
-        .expect(
-            Method::GET,
-            PATH,
-            200,
-            workflow("11", "Succeeded", &at, Some(&pending)),
-        )
+        .expect(Method::GET, PATH, 200, mine("12"))
         .expect(
             Method::PATCH,
             PATH,
             200,
-            workflow("12", "Succeeded", &at, None),
+            workflow("13", "Succeeded", &at, None),
         );
     assert_eq!(h.complete(&live).await, Outcome::GaveUp);
     h.api.assert_done();
     assert_eq!(h.receiver.posts(), 2, "one POST per attempt");
+    let patches = h.patches();
+    assert_eq!(mark_of(&patches[1]), (pending.as_str(), "11"), "renewed");
+    assert!(claim_of(&patches[1]).is_some_and(|c| c.is_by(&me())));
     assert_eq!(
-        mark_of(&h.patches()[1]),
-        (format!("failed/{key}").as_str(), "11")
+        mark_of(&patches[2]),
+        (format!("failed/{key}").as_str(), "12")
+    );
+    assert!(
+        claim_of(&patches[2]).is_none(),
+        "a settled mark drops the claim"
     );
     assert_eq!(
         h.event_reasons(),
@@ -447,7 +497,12 @@ async fn a_mark_that_meets_a_conflict_is_written_again_while_the_claim_is_ours()
             Method::GET,
             PATH,
             200,
-            workflow("16", "Succeeded", &at, Some(&pending)),
+            claimed_by(
+                workflow("16", "Succeeded", &at, Some(&pending)),
+                &me(),
+                60,
+                &MarkKey::none(),
+            ),
         )
         .expect(
             Method::PATCH,
@@ -475,4 +530,171 @@ async fn a_mark_that_meets_a_conflict_is_written_again_while_the_claim_is_ours()
         ]
     );
     assert_eq!(h.receiver.posts(), 1, "delivered once");
+}
+
+#[tokio::test]
+async fn a_claim_lost_to_another_replica_is_left_to_it_and_not_delivered() {
+    let mut h = Harness::new(3).await;
+    let at = finished_now();
+    let live = workflow("10", "Succeeded", &at, None);
+    let pending = format!("pending/{}", key("Succeeded", &at));
+    let theirs = claimed_by(
+        workflow("11", "Succeeded", &at, Some(&pending)),
+        &other(),
+        60,
+        &MarkKey::none(),
+    );
+    h.api
+        .expect(Method::GET, PATH, 200, live.clone())
+        .expect(
+            Method::PATCH,
+            PATH,
+            409,
+            status(409, "Conflict", "modified"),
+        )
+        .expect(Method::GET, PATH, 200, theirs);
+    assert_eq!(h.complete(&live).await, Outcome::ClaimedElsewhere);
+    h.api.assert_done();
+    assert_eq!(h.receiver.posts(), 0);
+    assert!(h.api.events().is_empty());
+}
+
+#[tokio::test]
+async fn a_claim_whose_holder_is_gone_is_taken_over_once_it_expired() {
+    let mut h = Harness::new(3).await;
+    let at = finished_now();
+    let pending = format!("pending/{}", key("Succeeded", &at));
+    let expired = claimed_by(
+        workflow("20", "Succeeded", &at, Some(&pending)),
+        &other(),
+        -5,
+        &MarkKey::none(),
+    );
+    h.api
+        .expect(Method::GET, PATH, 200, expired.clone())
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("21", "Succeeded", &at, None),
+        )
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("22", "Succeeded", &at, None),
+        );
+    assert_eq!(h.complete(&expired).await, Outcome::Sent);
+    h.api.assert_done();
+    let patches = h.patches();
+    assert!(
+        claim_of(&patches[0]).is_some_and(|c| c.is_by(&me())),
+        "claimed anew"
+    );
+    assert_eq!(h.receiver.posts(), 1);
+
+    // Still fresh: the other replica's to deliver.
+    let mut h = Harness::new(3).await;
+    let fresh = claimed_by(
+        workflow("20", "Succeeded", &at, Some(&pending)),
+        &other(),
+        30,
+        &MarkKey::none(),
+    );
+    h.api.expect(Method::GET, PATH, 200, fresh.clone());
+    assert_eq!(h.complete(&fresh).await, Outcome::ClaimedElsewhere);
+    h.api.assert_done();
+    assert_eq!(h.receiver.posts(), 0);
+}
+
+#[tokio::test]
+async fn with_a_mark_key_a_pending_mark_the_controller_did_not_sign_is_not_a_claim() {
+    let key = MarkKey::new(b"the replicas' shared mark key");
+    let mut h = Harness::with_key(3, key.clone()).await;
+    // Forged by hand on a workflow that finished three hours ago: judged as unclaimed, so the
+    // catch-up window applies and nothing is sent.
+    let at = (Timestamp::now() - SignedDuration::from_hours(3)).to_string();
+    let pending = format!("pending/{}", self::key("Succeeded", &at));
+    let forged = claimed_by(
+        workflow("10", "Succeeded", &at, Some(&pending)),
+        &other(),
+        3600,
+        &MarkKey::none(),
+    );
+    h.api.expect(Method::GET, PATH, 200, forged.clone()).expect(
+        Method::PATCH,
+        PATH,
+        200,
+        workflow("11", "Succeeded", &at, None),
+    );
+    assert_eq!(h.complete(&forged).await, Outcome::SkippedOld);
+    h.api.assert_done();
+    assert_eq!(h.receiver.posts(), 0);
+
+    // One the other replica signed holds.
+    let mut h = Harness::with_key(3, key.clone()).await;
+    let at = finished_now();
+    let pending = format!("pending/{}", self::key("Succeeded", &at));
+    let signed = claimed_by(
+        workflow("10", "Succeeded", &at, Some(&pending)),
+        &other(),
+        60,
+        &key,
+    );
+    h.api.expect(Method::GET, PATH, 200, signed.clone());
+    assert_eq!(h.complete(&signed).await, Outcome::ClaimedElsewhere);
+    h.api.assert_done();
+}
+
+/// A namespace editor forges the label and mark (Workflows have no status subresource): the
+/// sweep decides like the watch path, so neither a workflow without an exit handler nor one
+/// that finished before the catch-up window is notified.
+#[tokio::test]
+async fn forged_pending_marks_found_by_the_sweep_send_nothing() {
+    let mut h = Harness::new(3).await;
+    let recent = finished_now();
+    let old = (Timestamp::now() - SignedDuration::from_hours(3)).to_string();
+    let forged = |name: &str, finished: &str, exit_handler: bool| {
+        let mut w = workflow("30", "Succeeded", finished, None);
+        w["metadata"]["name"] = json!(name);
+        w["metadata"]["uid"] = json!(format!("{UID}-{name}"));
+        if !exit_handler {
+            w["spec"].as_object_mut().unwrap().remove("onExit");
+        }
+        let completion = WorkflowFacts::read(&w).unwrap().completion_key();
+        w["metadata"]["annotations"][NOTIFICATION_ANNOTATION] =
+            json!(format!("pending/{completion}"));
+        w["metadata"]["labels"] = json!({"pipewarden.io/exit-notification": "pending"});
+        w
+    };
+    let list = json!({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "WorkflowList", "metadata": {},
+        "items": [forged("no-handler", &recent, false), forged("three-hours-ago", &old, true)]
+    });
+    let old_path = "/namespaces/team-a/workflows/three-hours-ago";
+    h.api
+        .expect(Method::GET, "/workflows", 200, list)
+        // The old one is taken up as the watch path would, and found too old.
+        .expect(
+            Method::GET,
+            old_path,
+            200,
+            forged("three-hours-ago", &old, true),
+        )
+        .expect(
+            Method::PATCH,
+            old_path,
+            200,
+            workflow("31", "Succeeded", &old, None),
+        );
+    super::super::sweep::sweep_once(&h.gate).await;
+    while let Ok(task) = h.tasks.try_recv() {
+        tokio::time::timeout(Duration::from_secs(20), task)
+            .await
+            .unwrap();
+    }
+    h.api.assert_done();
+    assert_eq!(h.receiver.posts(), 0, "nothing sent for forged marks");
+    let skipped = mark_of(&h.patches()[0]).0.to_owned();
+    assert!(skipped.starts_with("skipped/"), "{skipped}");
 }

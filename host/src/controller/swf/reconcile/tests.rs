@@ -265,5 +265,9 @@ async fn a_fight_with_another_writer_ends_after_the_write_budget_with_one_warnin
     }
     h.api.assert_done();
     assert_eq!((h.writes("ok"), h.decisions("write-loop")), (2, 2));
-    assert_eq!(h.event_reasons(), ["WriteLoop"], "one Warning, not one per pass");
+    assert_eq!(
+        h.event_reasons(),
+        ["WriteLoop"],
+        "one Warning, not one per pass"
+    );
 }

@@ -1,0 +1,194 @@
+//! Who is delivering a completion: the claim written beside a `pending/<key>` mark. It names its
+//! holder (the pod, and the start of the process holding it: its epoch) and until when it
+//! holds; a replica that finds a fresh claim by another holder does not deliver, and takes a
+//! claim over only once it expired. With a mark key (a Secret shared by the replicas), the
+//! claim carries an HMAC over the completion key and its fields: a claim the controller did not
+//! write is not a claim. No I/O.
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use ring::hmac;
+use serde::{Deserialize, Serialize};
+
+/// The annotation holding the claim, beside `pipewarden.io/exit-notification`.
+pub const CLAIM_ANNOTATION: &str = "pipewarden.io/exit-claim";
+
+/// This replica, as its claims name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claimant {
+    pub holder: String,
+    /// The process's start, in milliseconds since the epoch: a restarted pod of the same name
+    /// is another holder.
+    pub epoch: u64,
+}
+
+impl Claimant {
+    pub fn new(holder: &str) -> Claimant {
+        let epoch = Timestamp::now().as_millisecond().max(0) as u64;
+        Claimant {
+            holder: holder.to_owned(),
+            epoch,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    pub holder: String,
+    pub epoch: u64,
+    /// When the claim was written or last renewed.
+    pub at: Timestamp,
+    /// Until when it holds: after this another replica may take it over.
+    pub until: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
+}
+
+impl Claim {
+    /// A claim by `claimant` at `now`, holding for `ttl`, signed for `completion` with `key`.
+    pub fn new(
+        claimant: &Claimant,
+        now: Timestamp,
+        ttl: std::time::Duration,
+        completion: &str,
+        key: &MarkKey,
+    ) -> Claim {
+        let ttl = SignedDuration::try_from(ttl).unwrap_or(SignedDuration::MAX);
+        let mut claim = Claim {
+            holder: claimant.holder.clone(),
+            epoch: claimant.epoch,
+            at: now,
+            until: now.checked_add(ttl).unwrap_or(Timestamp::MAX),
+            sig: None,
+        };
+        claim.sig = key.sign(&claim, completion);
+        claim
+    }
+
+    pub fn parse(text: &str) -> Option<Claim> {
+        serde_json::from_str(text).ok()
+    }
+
+    /// The claim on a Workflow object, if it carries a readable one.
+    pub fn read(workflow: &serde_json::Value) -> Option<Claim> {
+        workflow
+            .pointer("/metadata/annotations")?
+            .get(CLAIM_ANNOTATION)?
+            .as_str()
+            .and_then(Claim::parse)
+    }
+
+    pub fn annotation_value(&self) -> String {
+        serde_json::to_string(self).expect("a claim serializes")
+    }
+
+    pub fn is_by(&self, claimant: &Claimant) -> bool {
+        self.holder == claimant.holder && self.epoch == claimant.epoch
+    }
+
+    pub fn holds_at(&self, now: Timestamp) -> bool {
+        now < self.until
+    }
+
+    /// What the signature covers: the completion and every field but the signature.
+    fn signed_text(&self, completion: &str) -> String {
+        format!(
+            "{completion}\n{}\n{}\n{}\n{}",
+            self.holder, self.epoch, self.at, self.until
+        )
+    }
+}
+
+/// The key claims are signed with, shared by the replicas; without one claims are unsigned
+/// and any claim on the object counts (forged ones then only delay, never cause, a delivery:
+/// whatever a claim is found on is assessed as the watch path assesses it).
+#[derive(Clone, Default)]
+pub struct MarkKey(Option<hmac::Key>);
+
+impl MarkKey {
+    pub fn new(secret: &[u8]) -> MarkKey {
+        MarkKey(Some(hmac::Key::new(hmac::HMAC_SHA256, secret)))
+    }
+
+    pub fn none() -> MarkKey {
+        MarkKey(None)
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+
+    fn sign(&self, claim: &Claim, completion: &str) -> Option<String> {
+        let key = self.0.as_ref()?;
+        let tag = hmac::sign(key, claim.signed_text(completion).as_bytes());
+        Some(hex::encode(tag.as_ref()))
+    }
+
+    /// Whether `claim` was written by a controller holding this key, for `completion`. Without
+    /// a key every claim counts.
+    pub fn verifies(&self, claim: &Claim, completion: &str) -> bool {
+        let Some(key) = &self.0 else {
+            return true;
+        };
+        let Some(sig) = claim.sig.as_deref().and_then(|s| hex::decode(s).ok()) else {
+            return false;
+        };
+        hmac::verify(key, claim.signed_text(completion).as_bytes(), &sig).is_ok()
+    }
+}
+
+impl std::fmt::Debug for MarkKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.is_set() {
+            "MarkKey(set)"
+        } else {
+            "MarkKey(none)"
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    const KEY: &str = "uid/2026-08-04T01:00:00Z/2026-08-04T01:09:41Z/Succeeded";
+
+    #[test]
+    fn a_claim_holds_until_it_expires_and_names_its_holder_and_epoch() {
+        let me = Claimant {
+            holder: "pipewarden-7d9f".into(),
+            epoch: 1,
+        };
+        let now: Timestamp = "2026-08-04T01:10:00Z".parse().unwrap();
+        let claim = Claim::new(&me, now, Duration::from_secs(70), KEY, &MarkKey::none());
+        assert!(claim.holds_at(now) && !claim.holds_at(claim.until));
+        assert!(claim.is_by(&me));
+        let restarted = Claimant { epoch: 2, ..me };
+        assert!(!claim.is_by(&restarted), "a new process is another holder");
+        assert_eq!(Claim::parse(&claim.annotation_value()), Some(claim));
+    }
+
+    #[test]
+    fn with_a_key_only_claims_signed_for_this_completion_count() {
+        let key = MarkKey::new(b"a shared secret of the replicas");
+        let me = Claimant::new("pipewarden-0");
+        let now = Timestamp::now();
+        let claim = Claim::new(&me, now, Duration::from_secs(70), KEY, &key);
+        assert!(key.verifies(&claim, KEY));
+        assert!(!key.verifies(&claim, "uid/other/completion/Failed"));
+        let mut forged = claim.clone();
+        forged.until = now + SignedDuration::from_hours(24);
+        assert!(
+            !key.verifies(&forged, KEY),
+            "a changed field breaks the signature"
+        );
+        let unsigned = Claim { sig: None, ..claim };
+        assert!(!key.verifies(&unsigned, KEY));
+        assert!(!MarkKey::new(b"another key").verifies(&forged, KEY));
+        assert!(
+            MarkKey::none().verifies(&unsigned, KEY),
+            "no key: any claim counts"
+        );
+    }
+}
