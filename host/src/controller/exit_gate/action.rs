@@ -352,6 +352,11 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
                 );
                 return Ok(Some(give_up(gate, run, &reason).await));
             }
+            // Our own claim, holding for more than half its time still: nothing to write.
+            Plan::Resend if gate.claim_holds_long(claim.as_ref()) => {
+                run.claimed = Some(claimed(gate, current, Some(resource_version)));
+                return Ok(None);
+            }
             // Claimed anew (or renewed, or taken over), with this replica as the holder.
             Plan::Resend | Plan::TakeOver | Plan::Claim => {
                 if !gate.ctx.may_write() {

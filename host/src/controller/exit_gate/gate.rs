@@ -160,6 +160,18 @@ impl Gate {
         )
     }
 
+    /// Whether `claim` holds for more than half its time from now: an attempt then goes on
+    /// under it without renewing it.
+    pub fn claim_holds_long(&self, claim: Option<&Claim>) -> bool {
+        let half = k8s_openapi::jiff::SignedDuration::try_from(self.limits.claim_ttl / 2)
+            .unwrap_or_default();
+        claim.is_some_and(|claim| {
+            Timestamp::now()
+                .checked_add(half)
+                .is_ok_and(|midway| claim.holds_at(midway))
+        })
+    }
+
     /// Whether this replica holds `claim` (a verified claim by this very process).
     pub fn holds(&self, claim: Option<&Claim>) -> bool {
         claim.is_some_and(|claim| claim.is_by(&self.claimant))

@@ -440,29 +440,27 @@ async fn a_receiver_that_keeps_failing_is_given_up_with_a_failed_mark_and_a_warn
     h.api
         .expect(Method::GET, PATH, 200, live.clone())
         .expect(Method::PATCH, PATH, 200, mine("11"))
-        // The second attempt confirms the claim is still this replica's and renews it.
+        // The second attempt confirms the claim is still this replica's (fresh: not renewed).
         .expect(Method::GET, PATH, 200, mine("11"))
-        .expect(Method::PATCH, PATH, 200, mine("12"))
         // Giving up: the mark is written where the workflow still shows the claim.
-        .expect(Method::GET, PATH, 200, mine("12"))
+        .expect(Method::GET, PATH, 200, mine("11"))
         .expect(
             Method::PATCH,
             PATH,
             200,
-            workflow("13", "Succeeded", &at, None),
+            workflow("12", "Succeeded", &at, None),
         );
     assert_eq!(h.complete(&live).await, Outcome::GaveUp);
     h.api.assert_done();
     assert_eq!(h.receiver.posts(), 2, "one POST per attempt");
     let patches = h.patches();
-    assert_eq!(mark_of(&patches[1]), (pending.as_str(), "11"), "renewed");
-    assert!(claim_of(&patches[1]).is_some_and(|c| c.is_by(&me())));
+    assert!(claim_of(&patches[0]).is_some_and(|c| c.is_by(&me())));
     assert_eq!(
-        mark_of(&patches[2]),
-        (format!("failed/{key}").as_str(), "12")
+        mark_of(&patches[1]),
+        (format!("failed/{key}").as_str(), "11")
     );
     assert!(
-        claim_of(&patches[2]).is_none(),
+        claim_of(&patches[1]).is_none(),
         "a settled mark drops the claim"
     );
     assert_eq!(
@@ -697,4 +695,38 @@ async fn forged_pending_marks_found_by_the_sweep_send_nothing() {
     assert_eq!(h.receiver.posts(), 0, "nothing sent for forged marks");
     let skipped = mark_of(&h.patches()[0]).0.to_owned();
     assert!(skipped.starts_with("skipped/"), "{skipped}");
+}
+
+#[tokio::test]
+async fn a_claim_past_half_its_time_is_renewed_by_the_next_attempt() {
+    let mut h = Harness::new(2).await;
+    h.receiver.status.store(503, Ordering::SeqCst);
+    let at = finished_now();
+    let live = workflow("10", "Succeeded", &at, None);
+    let pending = format!("pending/{}", key("Succeeded", &at));
+    // 10 s left of a 70 s claim.
+    let aging = claimed_by(
+        workflow("11", "Succeeded", &at, Some(&pending)),
+        &me(),
+        10,
+        &MarkKey::none(),
+    );
+    h.api
+        .expect(Method::GET, PATH, 200, live.clone())
+        .expect(Method::PATCH, PATH, 200, aging.clone())
+        .expect(Method::GET, PATH, 200, aging.clone())
+        .expect(Method::PATCH, PATH, 200, aging.clone())
+        .expect(Method::GET, PATH, 200, aging)
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("13", "Succeeded", &at, None),
+        );
+    assert_eq!(h.complete(&live).await, Outcome::GaveUp);
+    h.api.assert_done();
+    let renewed = claim_of(&h.patches()[1]).expect("renewed");
+    assert!(
+        renewed.is_by(&me()) && renewed.holds_at(Timestamp::now() + SignedDuration::from_secs(60))
+    );
 }
