@@ -32,6 +32,7 @@ async fn the_kubeflow_overlay_passes_a_server_side_dry_run_apply() -> Result<()>
         "ClusterRoleBinding",
         "ConfigMap",
         "Deployment",
+        "NetworkPolicy",
         "PodDisruptionBudget",
         "Role",
         "RoleBinding",

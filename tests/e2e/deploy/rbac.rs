@@ -65,10 +65,20 @@ fn rules_of(role: &DynamicObject) -> Result<BTreeMap<(String, String), BTreeSet<
 fn the_roles_grant_exactly_the_verbs_the_controller_uses() -> Result<()> {
     let rbac = base_file("rbac.yaml")?;
     ensure!(rules_of(one_of(&rbac, "ClusterRole")?)? == expected_cluster_rules());
-    let leases = rules_of(one_of(&rbac, "Role")?)?;
+    let role = one_of(&rbac, "Role")?;
+    let leases = rules_of(role)?;
     let key = ("coordination.k8s.io".to_string(), "leases".to_string());
     let verbs: BTreeSet<String> = ["get", "create", "update"].map(String::from).into();
     ensure!(leases == BTreeMap::from([(key, verbs)]), "{leases:?}");
+    // Only its own Lease is read and renewed (create cannot be limited by name).
+    let rules = role.data["rules"].as_array().context("rules")?;
+    ensure!(
+        rules[0]["resourceNames"] == serde_json::json!(["pipewarden"])
+            && rules[0]["verbs"] == serde_json::json!(["get", "update"])
+            && rules[1]["verbs"] == serde_json::json!(["create"])
+            && rules[1].get("resourceNames").is_none(),
+        "{rules:?}"
+    );
     Ok(())
 }
 
@@ -129,6 +139,7 @@ async fn the_service_account_runs_both_loops_and_a_missing_verb_is_named() -> Re
         resource: "scheduledworkflows",
         verb: "patch",
         namespace: &namespace,
+        name: "",
     };
     pipewarden_tests::wait::until("patch to be denied", WAIT, || async {
         Ok((!allowed(&account, patch_swfs).await?).then_some(()))
@@ -172,11 +183,18 @@ async fn check_access(account: &kube::Client, namespace: &str) -> Result<()> {
     granted.insert(leases, ["get", "create", "update"].map(String::from).into());
     for ((group, resource), verbs) in &granted {
         for verb in verbs {
+            // The Lease is read and renewed by name; it is created before it has one.
+            let name = if resource == "leases" && verb != "create" {
+                "pipewarden"
+            } else {
+                ""
+            };
             let access = Access {
                 group,
                 resource,
                 verb,
                 namespace,
+                name,
             };
             ensure!(allowed(account, access).await?, "denied {access:?}");
         }
@@ -190,17 +208,25 @@ async fn check_access(account: &kube::Client, namespace: &str) -> Result<()> {
         ("events.k8s.io", "events", "delete", namespace),
         ("coordination.k8s.io", "leases", "delete", namespace),
         ("coordination.k8s.io", "leases", "get", "default"),
+        ("coordination.k8s.io", "leases", "update", namespace),
         ("", "secrets", "get", namespace),
         ("", "configmaps", "list", namespace),
         ("", "pods", "list", namespace),
         ("", "namespaces", "list", ""),
     ];
     for (group, resource, verb, namespace) in denied {
+        // Argo's controller keeps its Lease beside ours: never ours to renew.
+        let name = if resource == "leases" {
+            "workflow-controller"
+        } else {
+            ""
+        };
         let access = Access {
             group,
             resource,
             verb,
             namespace,
+            name,
         };
         ensure!(!allowed(account, access).await?, "allowed {access:?}");
     }

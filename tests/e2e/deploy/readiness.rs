@@ -1,6 +1,6 @@
 //! `/readyz` as a kubelet probe sees it through an API server outage: 200 while the loops'
-//! watches work, 503 naming each failing watch, its error and the server's URL once they have
-//! failed for longer than the grace, and 200 again once they listed again. `/healthz` stays 200
+//! watches work, 503 naming each failing watch (its error and the server's URL go to the log,
+//! not to the port) once they have failed for longer than the grace, and 200 again once they listed again. `/healthz` stays 200
 //! throughout: the process is alive, only not to be trusted. The apiserver is killed and started
 //! again on the same port and etcd, as in a control plane restart.
 
@@ -47,7 +47,8 @@ async fn readyz_names_the_failing_watches_past_the_grace_and_recovers_after_a_re
     .await?;
     println!("/readyz during the outage (503):\n{unready}");
     ensure!(unready.contains("(grace 2s)"), "{unready}");
-    ensure!(unready.contains(&format!("API server {url}")), "{unready}");
+    // The error, with the server's URL, is the log's, not anyone's who can reach the port.
+    ensure!(!unready.contains(&url), "{unready}");
     ensure!(
         http_get(addr, "/healthz").await? == (200, "ok".to_owned()),
         "liveness must not follow the API server"

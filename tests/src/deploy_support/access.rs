@@ -6,13 +6,15 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::api::{Api, PostParams};
 
-/// One request: API group, resource, verb, namespace ("" for cluster-wide).
+/// One request: API group, resource, verb, namespace ("" for cluster-wide), object name ("" for
+/// any).
 #[derive(Clone, Copy, Debug)]
 pub struct Access<'a> {
     pub group: &'a str,
     pub resource: &'a str,
     pub verb: &'a str,
     pub namespace: &'a str,
+    pub name: &'a str,
 }
 
 /// Whether the authorizer lets `client` do `access`.
@@ -24,6 +26,7 @@ pub async fn allowed(client: &kube::Client, access: Access<'_>) -> Result<bool> 
                 resource: Some(access.resource.into()),
                 verb: Some(access.verb.into()),
                 namespace: Some(access.namespace.into()).filter(|n: &String| !n.is_empty()),
+                name: Some(access.name.into()).filter(|n: &String| !n.is_empty()),
                 ..ResourceAttributes::default()
             }),
             ..SelfSubjectAccessReviewSpec::default()
