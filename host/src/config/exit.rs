@@ -6,11 +6,24 @@ use std::time::Duration;
 use super::duration::humantime_secs;
 use super::floor::{Floor, SECOND};
 
+/// What the exit gate does with a completion it lets through.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitMode {
+    Notify,
+    Observe,
+}
+
 #[derive(clap::Args, Debug, Clone)]
 pub struct ExitArgs {
     /// Run the exit gate (watches argoproj.io Workflows); turn off where Argo is not installed.
     #[arg(long, env = "PIPEWARDEN_EXIT_GATE", default_value_t = true, action = clap::ArgAction::Set)]
     pub exit_gate: bool,
+    /// notify: claim, record and deliver each completion's notification; observe: decide and
+    /// record what would be notified (an ExitNotificationObserved Event and
+    /// pipewarden_exit_notifications{outcome="observed"}), write nothing to workflows, send
+    /// nothing: a first install's report-only mode.
+    #[arg(long, env = "PIPEWARDEN_EXIT_MODE", value_enum, default_value_t = ExitMode::Notify)]
+    pub exit_mode: ExitMode,
     /// POST each exit notification (a CloudEvent, HTTP binary mode) to this http:// or
     /// https:// URL.
     #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_URL")]

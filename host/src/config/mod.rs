@@ -17,7 +17,7 @@ mod test;
 
 pub use artifacts::{PrecompileArgs, PushArgs};
 pub use eval::{EvalArgs, OutputFormat};
-pub use exit::ExitArgs;
+pub use exit::{ExitArgs, ExitMode};
 pub use leader::LeaderArgs;
 pub use policy::PolicyArgs;
 pub use run::RunArgs;

@@ -145,6 +145,8 @@ pub async fn start_with(
     let shard = args.shard.unwrap_or_default();
     args.leader.lease_name = shard.lease_name(&args.leader.lease_name);
     let metrics = Arc::new(Metrics::new());
+    report_mode(&args, &metrics);
+    metrics.info.set_shard(shard.index, shard.count);
     let source = SettingsSource {
         file: args.settings.clone(),
         live: args.settings_from.clone().map(|at| (client.clone(), at)),
@@ -217,6 +219,34 @@ pub async fn start_with(
         leader: elect.then_some(args.leader),
         writer,
     })
+}
+
+/// What this replica may write, in `pipewarden_mode_info` and one log line: a report-only
+/// install says so.
+fn report_mode(args: &RunArgs, metrics: &Metrics) {
+    use crate::config::ExitMode;
+    use crate::engine::RebuildPolicy;
+    use crate::swf::rebuild_policy_name;
+    let rebuild_policy = rebuild_policy_name(args.swf.rebuild_policy);
+    let exit_mode = match args.exit.exit_mode {
+        ExitMode::Notify => "notify",
+        ExitMode::Observe => "observe",
+    };
+    let swf_writes = args.swf.enabled && args.swf.rebuild_policy != RebuildPolicy::Disable;
+    let exit_writes = args.exit.exit_gate && args.exit.exit_mode == ExitMode::Notify;
+    metrics
+        .info
+        .set_mode(rebuild_policy, exit_mode, swf_writes || exit_writes);
+    if swf_writes || exit_writes {
+        tracing::info!(rebuild_policy, exit_mode, "mode: enforce");
+    } else {
+        tracing::warn!(
+            rebuild_policy,
+            exit_mode,
+            "mode: report-only: SWFs are decided and not written, completions are decided and \
+             not sent (the enforce overlay turns writes on)"
+        );
+    }
 }
 
 /// `pipewarden run`: start, then run until SIGTERM or Ctrl-C, or until a loop fails.

@@ -22,6 +22,9 @@ pub struct PolicyHandle {
 
 impl PolicyHandle {
     pub fn new(loaded: LoadedPolicy, metrics: Arc<Metrics>) -> Self {
+        metrics
+            .info
+            .set_policy(loaded.policy.digest(), crate::engine::WORLD);
         PolicyHandle {
             current: Arc::new(ArcSwap::from_pointee(loaded)),
             metrics,
@@ -34,6 +37,8 @@ impl PolicyHandle {
 
     /// Put a validated policy in force; calls already running finish on the old one.
     pub fn swap(&self, loaded: LoadedPolicy) {
+        let digest = loaded.policy.digest();
+        self.metrics.info.set_policy(digest, crate::engine::WORLD);
         self.current.store(Arc::new(loaded));
     }
 

@@ -319,6 +319,8 @@ pub mod reasons {
     pub const GAVE_UP: &str = "ExitNotificationFailed";
     /// First seen after the catch-up window: not notified.
     pub const SKIPPED: &str = "ExitNotificationSkipped";
+    /// Observe mode: it would have been notified.
+    pub const OBSERVED: &str = "ExitNotificationObserved";
 }
 
 /// The name of the Event recording `reason` for one completion: the same on every attempt,

@@ -28,6 +28,8 @@ pub enum Outcome {
     NotLeader,
     /// Another replica holds a fresh claim on it: that one delivers.
     ClaimedElsewhere,
+    /// Observe mode: it would have been notified; recorded, nothing written or sent.
+    Observed,
     /// Another event of the same completion is being processed; it answers for both.
     InFlight,
     /// The exit loop stopped before the outcome was known.
@@ -48,6 +50,7 @@ impl Outcome {
             Outcome::Superseded => "superseded",
             Outcome::NotLeader => "not-leader",
             Outcome::ClaimedElsewhere => "claimed-elsewhere",
+            Outcome::Observed => "observed",
             Outcome::InFlight => "in-flight",
             Outcome::Stopped => "stopped",
         }

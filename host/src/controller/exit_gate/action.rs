@@ -439,6 +439,13 @@ fn unconfirmed(run: &Run, reason: &str) -> Outcome {
 
 /// A completion first seen after the catch-up window: reported, not notified.
 async fn report_too_old(gate: &Gate, current: &WorkflowFacts) -> Result<Outcome, Failure> {
+    record_too_old(gate, current)
+        .await
+        .map_err(|error| Failure::new("event", error))
+}
+
+/// The ExitNotificationSkipped Event of a completion first seen after the catch-up window.
+pub(super) async fn record_too_old(gate: &Gate, current: &WorkflowFacts) -> kube::Result<Outcome> {
     let note = format!(
         "Workflow {} at {}, more than {:?} before it was first seen (--exit-catchup-window); \
          not notified ({})",
@@ -450,8 +457,7 @@ async fn report_too_old(gate: &Gate, current: &WorkflowFacts) -> Result<Outcome,
     tracing::info!(key = current.completion_key(), "{note}");
     gate.events
         .record(current, reasons::SKIPPED, false, note)
-        .await
-        .map_err(|error| Failure::new("event", error))?;
+        .await?;
     Ok(Outcome::SkippedOld)
 }
 
@@ -616,7 +622,7 @@ pub(super) async fn report_superseded(gate: &Gate, live: &WorkflowFacts, claimed
     gate.tracker.settle(claimed_key, Outcome::Superseded);
 }
 
-async fn read(api: &Api<DynamicObject>, name: &str) -> kube::Result<Option<Value>> {
+pub(super) async fn read(api: &Api<DynamicObject>, name: &str) -> kube::Result<Option<Value>> {
     match api.get_opt(name).await? {
         Some(object) => Ok(Some(
             serde_json::to_value(object).map_err(kube::Error::SerdeError)?,

@@ -59,6 +59,8 @@ pub(super) type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// The delays between attempts, and what bounds them.
 #[derive(Clone, Debug)]
 pub struct Limits {
+    /// Observe mode: record what would be notified, write and send nothing.
+    pub observe: bool,
     /// How long a claim holds before another replica may take it over.
     pub claim_ttl: Duration,
     pub attempts: u32,

@@ -12,6 +12,7 @@ mod action;
 pub mod delivery;
 mod events;
 mod gate;
+mod observe;
 mod sweep;
 mod tracker;
 mod watch;
@@ -27,7 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::context::Context;
 use super::metrics::Metrics;
-use crate::config::ExitArgs;
+use crate::config::{ExitArgs, ExitMode};
 use crate::engine::EventKind;
 use crate::exit::TombstoneCache;
 use crate::exit::claim::{Claimant, MarkKey};
@@ -99,6 +100,7 @@ pub async fn run(
         Arc::new(MonotonicClock::new()),
     );
     let limits = Limits {
+        observe: args.exit_mode == ExitMode::Observe,
         claim_ttl: args.claim_ttl(),
         attempts: args.exit_attempts.max(1),
         retry_delay: args.exit_retry_delay,
@@ -147,8 +149,15 @@ pub async fn run(
     tracing::info!(
         namespaces = ?ctx.namespaces,
         webhook = args.exit_webhook_url.is_some(),
+        mode = ?args.exit_mode,
         "exit gate watching workflows"
     );
+    if args.exit_mode == ExitMode::Observe {
+        tracing::warn!(
+            "exit gate in observe mode: completions are decided and recorded, nothing is sent \
+             (--exit-mode=notify sends)"
+        );
+    }
     loop {
         tokio::select! {
             input = inputs.next() => match input {

@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::Handled;
 use super::action::{self, Origin};
 use super::gate::{Gate, Work, workflows};
+use super::observe::observe;
 use super::tracker::Final;
 use super::watch::read_or_count;
 use crate::controller::metrics::Metrics;
@@ -146,6 +147,9 @@ async fn take(
             Some(Mark::Sent(_)) => Some(Outcome::AlreadyNotified),
             Some(Mark::Failed(_)) => Some(Outcome::AlreadyFailed),
             Some(Mark::Skipped(_)) => Some(Outcome::AlreadySkipped),
+            Some(Mark::Pending(_)) | None if gate.limits.observe => {
+                Some(observe(gate, &seen.facts, origin).await)
+            }
             Some(Mark::Pending(_)) | None => action::submit(gate, seen.facts, origin, waiter).await,
         }
     };

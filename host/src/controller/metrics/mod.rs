@@ -1,5 +1,6 @@
 //! Prometheus metrics. Every failure path counts itself under a stable label.
 
+pub mod info;
 pub mod scale;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -102,6 +103,8 @@ pub struct Metrics {
     pub watch_errors: Family<WatchLabel, Counter>,
     /// 1 for the target version in force, labelled with whether the policy supports it.
     pub target_info: Family<TargetLabels, Gauge>,
+    /// build_info, policy_info, mode_info, shard_info.
+    pub info: info::InfoMetrics,
 }
 
 impl Metrics {
@@ -228,6 +231,7 @@ impl Metrics {
             swf_events_held_back.clone(),
         );
         let scale = scale::ScaleMetrics::register(&mut registry);
+        let info = info::InfoMetrics::register(&mut registry);
         let watch_last_success = Family::<WatchLabel, Gauge>::default();
         registry.register(
             "watch_last_success_timestamp_seconds",
@@ -272,6 +276,7 @@ impl Metrics {
             watch_last_success,
             watch_errors,
             target_info,
+            info,
         }
     }
 

@@ -96,6 +96,7 @@ mod tests {
         assert!(budget.allows("team-b/other", start + Duration::from_secs(600)));
         // The first write leaves the window: one more is allowed.
         assert!(budget.allows("team-a/daily", start + hour));
+        budget.record("team-a/daily", start + hour);
         assert!(!budget.allows("team-a/daily", start + hour + Duration::from_secs(59)));
     }
 }

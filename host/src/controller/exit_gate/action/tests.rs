@@ -96,6 +96,15 @@ impl Harness {
     }
 
     async fn with_key(attempts: u32, key: MarkKey) -> Harness {
+        Harness::build(attempts, key, false).await
+    }
+
+    /// `--exit-mode=observe`.
+    async fn observing() -> Harness {
+        Harness::build(3, MarkKey::none(), true).await
+    }
+
+    async fn build(attempts: u32, key: MarkKey, observe: bool) -> Harness {
         let api = FakeApi::new();
         let metrics = Arc::new(Metrics::new());
         let loaded = LoadedPolicy {
@@ -116,6 +125,7 @@ impl Harness {
         let (delivery, pools) = Delivery::new(webhook, 4, 16, metrics.clone());
         tokio::spawn(pools.run());
         let limits = Limits {
+            observe,
             claim_ttl: Duration::from_secs(70),
             attempts,
             retry_delay: Duration::from_millis(10),
@@ -168,6 +178,12 @@ impl Harness {
             .await
             .expect("the action path ends");
         hear.await.expect("an outcome")
+    }
+
+    /// Observe mode's path for the completion `seen`.
+    async fn observe(&self, seen: &Value) -> Outcome {
+        let facts = WorkflowFacts::read(seen).expect("a workflow");
+        crate::controller::exit_gate::observe::observe(&self.gate, &facts, Origin::Seen).await
     }
 
     fn patches(&self) -> Vec<Value> {
@@ -729,4 +745,47 @@ async fn a_claim_past_half_its_time_is_renewed_by_the_next_attempt() {
     assert!(
         renewed.is_by(&me()) && renewed.holds_at(Timestamp::now() + SignedDuration::from_secs(60))
     );
+}
+
+#[tokio::test]
+async fn observe_mode_confirms_records_an_event_and_writes_and_sends_nothing() {
+    let h = Harness::observing().await;
+    let at = finished_now();
+    let live = workflow("10", "Succeeded", &at, None);
+    h.api.expect(Method::GET, PATH, 200, live.clone());
+    assert_eq!(h.observe(&live).await, Outcome::Observed);
+    // Seen again: settled, no second read or Event.
+    assert_eq!(h.observe(&live).await, Outcome::Observed);
+    h.api.assert_done();
+    assert!(h.patches().is_empty(), "{:?}", h.patches());
+    assert_eq!(h.event_reasons(), ["ExitNotificationObserved"]);
+    assert_eq!(h.receiver.posts(), 0);
+}
+
+#[tokio::test]
+async fn observe_mode_tells_a_stale_copy_an_old_completion_and_a_sent_one_apart() {
+    let h = Harness::observing().await;
+    let at = finished_now();
+    let running = workflow("9", "Running", "", None);
+    let mut stale = workflow("8", "Failed", &at, None);
+    stale["metadata"]["resourceVersion"] = json!("8");
+    h.api.expect(Method::GET, PATH, 200, running);
+    assert_eq!(h.observe(&stale).await, Outcome::Unconfirmed);
+
+    let old = (Timestamp::now() - SignedDuration::from_hours(3)).to_string();
+    let live_old = workflow("10", "Succeeded", &old, None);
+    h.api.expect(Method::GET, PATH, 200, live_old.clone());
+    assert_eq!(h.observe(&live_old).await, Outcome::SkippedOld);
+
+    let sent_at = finished_now();
+    let sent = workflow("12", "Failed", &sent_at, None);
+    let mark = format!("sent/{}", key("Failed", &sent_at));
+    let marked = workflow("12", "Failed", &sent_at, Some(&mark));
+    h.api.expect(Method::GET, PATH, 200, marked);
+    assert_eq!(h.observe(&sent).await, Outcome::AlreadyNotified);
+
+    h.api.assert_done();
+    assert!(h.patches().is_empty(), "{:?}", h.patches());
+    assert_eq!(h.event_reasons(), ["ExitNotificationSkipped"]);
+    assert_eq!(h.receiver.posts(), 0);
 }
