@@ -152,8 +152,9 @@ async fn bench() -> Result<()> {
         .unwrap_or_else(Instant::now);
     let settle_until = last + SETTLE;
     eprintln!(
-        "stale copies fed: {}; settling {SETTLE:?} after the last one",
-        stack.proxy.injections().len()
+        "stale copies fed: {} ({} completions had no older Running copy to replay); settling {SETTLE:?} after the last one",
+        stack.proxy.injections().len(),
+        stack.proxy.without_stale_copy()
     );
     while Instant::now() < settle_until {
         tokio::time::sleep(Duration::from_secs(5)).await;

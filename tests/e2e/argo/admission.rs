@@ -167,7 +167,8 @@ async fn admitted(
     })
 }
 
-/// Creates the run and waits until Argo refuses it: Failed or Error with a message, and no pod.
+/// Creates the run of an SWF carrying seed 000's patch and waits until Argo refuses it: Failed
+/// or Error with a message, and no pod.
 async fn refused(
     client: &Client,
     decoder: &Decoder,
@@ -176,6 +177,13 @@ async fn refused(
 ) -> Result<String> {
     let namespace = swf.namespace().unwrap_or_default();
     let run = instantiate(decoder, swf, index, now(), now())?;
+    // KFP's controller decodes the patched object as Argo's WorkflowSpec: both keys go.
+    let expected = ["spec.dynamicKey1", "spec.dynamicKey2"];
+    ensure!(
+        run.dropped == expected,
+        "fields dropped in decoding: {:?}",
+        run.dropped
+    );
     let api = workflows(client, &namespace);
     let name = create(&api, &run.workflow).await?.name_any();
     let live = pipewarden_tests::wait::until(&format!("Argo to decide {name}"), WAIT, || async {
