@@ -17,7 +17,7 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo test toolchain control-plane policies bench bench-swf bench-swf-10k lint sdk-examples test-sdk bench-sdk image image-ref bench-oci
+.PHONY: demo test toolchain control-plane policies bench bench-swf bench-swf-10k bench-stale lint sdk-examples test-sdk bench-sdk image image-ref bench-oci
 
 # The image `make image` builds and pushes: $(REGISTRY)/pipewarden:$(VERSION) unless IMAGE is given.
 REGISTRY ?= ghcr.io/pipewarden
@@ -40,7 +40,8 @@ toolchain:
 	@command -v go >/dev/null || { echo "go not found: the control plane is built with Go 1.24 or newer" >&2; exit 1; }
 	$(call phase,toolchain,rustup target add $(POLICY_TARGET))
 
-# etcd + kube-apiserver from the pinned Go modules; skipped when prebuilt ones are supplied.
+# etcd + kube-apiserver (and kustomize, registry, crane, cosign, Argo v4.0.7's workflow controller,
+# argo retry, kwok) from the pinned Go modules; skipped when prebuilt ones are supplied.
 control-plane:
 ifdef PIPEWARDEN_CONTROL_PLANE_BIN
 	@echo "==> control plane: using prebuilt binaries in $(PIPEWARDEN_CONTROL_PLANE_BIN)"
@@ -63,6 +64,14 @@ bench-swf: control-plane policies
 # The same at 10,000 SWFs (several minutes on 2 cores); not part of `make test`.
 bench-swf-10k:
 	$(MAKE) bench-swf SWFS=10000
+
+# Seed 001 on the real components: Argo v3.6.7's and v4.0.7's controllers and pipewarden behind
+# the same stale-copy proxy, STALE_WORKFLOWS (50 unless given) workflows per controller, one
+# table. Builds Argo v3.6.7 first (a benchmark only: not part of `make test`).
+STALE_WORKFLOWS ?= 50
+bench-stale: control-plane policies
+	$(call phase,argo v3.6.7,tests/control-plane/build.sh --only argo-v3-workflow-controller)
+	$(call phase,bench-stale,PIPEWARDEN_BENCH_STALE_WORKFLOWS=$(STALE_WORKFLOWS) $(CARGO) bench -p pipewarden-tests --bench stale_copies)
 
 # The container image, without a container daemon: a static pipewarden on an empty base,
 # assembled and pushed with crane (built beside the control plane). `crane auth login` or a

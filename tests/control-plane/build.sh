@@ -1,8 +1,32 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver, kustomize, the OCI registry, crane and cosign from the pinned Go wrapper modules beside this script.
+# Builds etcd, kube-apiserver, kustomize, the OCI registry, crane, cosign, Argo Workflows v4's
+# workflow controller and `argo retry`, and kwok from the pinned Go wrapper modules beside this
+# script, and copies Argo's CRDs out of the same module.
 # Output: $PIPEWARDEN_CONTROL_PLANE_CACHE (default <repo>/.cache/bin). A binary is rebuilt only
 # when its version marker (derived from the go.mod pins) differs.
+#
+#   build.sh                 everything `make test` needs
+#   build.sh --argo-v3       also Argo v3's workflow controller (for `make bench-stale` only)
+#   build.sh --only NAME...  just the named binaries (e.g. --only argo-v3-workflow-controller)
 set -euo pipefail
+
+with_argo_v3=false
+only=()
+while (($#)); do
+  case "$1" in
+  --argo-v3) with_argo_v3=true ;;
+  --only)
+    shift
+    only=("$@")
+    break
+    ;;
+  *)
+    echo "control-plane: unknown argument '$1' (expected --argo-v3 or --only NAME...)" >&2
+    exit 2
+    ;;
+  esac
+  shift
+done
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -34,7 +58,13 @@ secs() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
 build() {
   local name=$1 dir=$2 mod=$3 pkg=$4 ldflags=${5:-}
   local want bin="$out/$name"
+  if ((${#only[@]})) && [[ " ${only[*]} " != *" $name "* ]]; then
+    return
+  fi
   want="$(marker "$dir" "$mod")"
+  if [[ "$pkg" == .* ]]; then # a main package of the wrapper module: its sources count too
+    want="$want src:$(cat "$dir/$pkg"/*.go | sha256sum | cut -c1-16)"
+  fi
   if [[ -x "$bin" && -f "$bin.version" && "$(cat "$bin.version")" == "$want" ]]; then
     echo "control-plane: $name up to date ($want)"
     return
@@ -73,5 +103,52 @@ build crane "$here/crane" github.com/google/go-containerregistry \
   github.com/google/go-containerregistry/cmd/crane
 # cosign signs policy artifacts in the signature tests.
 build cosign "$here/cosign" github.com/sigstore/cosign/v2 github.com/sigstore/cosign/v2/cmd/cosign
+
+# Argo Workflows' controller (v4.0.7 has the uid/resourceVersion stale-copy fix) and `argo retry`
+# in Kubernetes API mode (argo-v4/retry: cmd/argo embeds a UI build the module lacks); kwok
+# simulates the nodes and pod lifecycles Argo's pods go through.
+argo_ldflags() { # <module> <version>
+  echo "-X $1.version=$2 -X $1.gitTag=$2 -X $1.gitTreeState=clean -X $1.buildDate=1970-01-01T00:00:00Z"
+}
+argo4=github.com/argoproj/argo-workflows/v4
+argo4_version="$(pinned "$here/argo-v4" "$argo4")"
+build argo-v4-workflow-controller "$here/argo-v4" "$argo4" "$argo4/cmd/workflow-controller" \
+  "$(argo_ldflags "$argo4" "$argo4_version")"
+build argo-v4-retry "$here/argo-v4" "$argo4" ./retry
+# Argo's own CRDs, from the module the controller was built from (minimal: what Argo installs),
+# and the full Workflow CRD for its schema.
+crds() { # <name> <module dir> <module>
+  local name=$1 dir=$2 mod=$3 want target="$out/$1"
+  want="$(marker "$dir" "$mod")"
+  if ((${#only[@]})) && [[ " ${only[*]} " != *" $name "* ]]; then
+    return
+  fi
+  if [[ -f "$target/.version" && "$(cat "$target/.version")" == "$want" ]]; then
+    echo "control-plane: $name up to date ($want)"
+    return
+  fi
+  local source
+  (cd "$dir" && go mod download "$mod")
+  source="$(cd "$dir" && go list -m -f '{{.Dir}}' "$mod")/manifests/base/crds"
+  rm -rf "$target.tmp" && mkdir -p "$target.tmp/full"
+  cp "$source"/minimal/argoproj.io_*.yaml "$target.tmp/"
+  # The full Workflow schema: the fields Argo's Go types define, for tests that decode as Go does.
+  cp "$source"/full/argoproj.io_workflows.yaml "$target.tmp/full/"
+  chmod -R u+w "$target.tmp"
+  rm -rf "$target" && mv "$target.tmp" "$target"
+  echo "$want" >"$target/.version"
+  echo "control-plane: $name copied ($want)"
+}
+crds argo-v4-crds "$here/argo-v4" "$argo4"
+kwok_version="$(pinned "$here/kwok" sigs.k8s.io/kwok)"
+build kwok "$here/kwok" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok \
+  "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}"
+
+# Argo v3.6.7 (the Argo of KFP 2.14, whose stale-copy guard never matches): benchmark only.
+if $with_argo_v3 || [[ " ${only[*]} " == *" argo-v3-workflow-controller "* ]]; then
+  argo3=github.com/argoproj/argo-workflows/v3
+  build argo-v3-workflow-controller "$here/argo-v3" "$argo3" "$argo3/cmd/workflow-controller" \
+    "$(argo_ldflags "$argo3" "$(pinned "$here/argo-v3" "$argo3")")"
+fi
 
 echo "control-plane: binaries in $out"

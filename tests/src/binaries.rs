@@ -24,7 +24,7 @@ pub struct Binaries {
 }
 
 /// The directory the Go-built binaries are taken from, and how it was chosen.
-fn bin_dir() -> (PathBuf, String) {
+pub(crate) fn bin_dir() -> (PathBuf, String) {
     match std::env::var_os(BIN_ENV) {
         Some(dir) => (PathBuf::from(dir), format!("${BIN_ENV}")),
         None => match std::env::var_os(CACHE_ENV) {

@@ -13,6 +13,7 @@
 //! `make control-plane` fills.
 
 mod apiserver;
+pub mod argo;
 pub mod binaries;
 mod control_plane;
 pub mod crds;
