@@ -12,8 +12,6 @@
 //! `PIPEWARDEN_BENCH_STALE_WORKFLOWS=N cargo bench -p pipewarden-tests --bench stale_copies`
 //! after `tests/control-plane/build.sh --argo-v3` and `make policies`.
 
-#[path = "../../e2e/exit_support/mod.rs"]
-mod exit_support;
 #[path = "../../e2e/argo/support/mod.rs"]
 mod support;
 
@@ -21,10 +19,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
-use exit_support::{Controller, Receiver, wait_for_sent};
 use pipewarden_tests::argo::{
     ArgoStack, ArgoVersion, Completion, Consumer, ControllerSpec, Replay,
 };
+use pipewarden_tests::exit_support::{Controller, Receiver, wait_for_sent};
 use support::*;
 
 /// How long after a completion its stale copy follows: long enough for the workflow's pods to be

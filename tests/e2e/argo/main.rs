@@ -10,11 +10,9 @@
 //! Needs the Argo and kwok binaries `make control-plane` builds; a test that cannot find them
 //! fails with that command.
 
-#[path = "../exit_support/mod.rs"]
-mod exit_support;
 mod support;
-#[path = "../swf_support/mod.rs"]
-mod swf_support;
+
+use pipewarden_tests::{exit_support, swf_support};
 
 mod admission;
 mod notifications;

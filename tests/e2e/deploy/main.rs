@@ -2,6 +2,7 @@
 //! control plane, RBAC, readiness, variants, policy swaps, the README's ship commands, the demo.
 
 mod demo_output;
+mod first_install;
 mod image_registry;
 mod manifests;
 mod policy_swap;

@@ -1,7 +1,8 @@
 //! The install variants beside the kubeflow overlay: `oci` (the policy by reference, its
 //! verification key, the pull secret), `image-volume` (the policy mounted from an image, with
 //! the local apiserver's `ImageVolume` feature gate on) and the `monitoring` component
-//! (ServiceMonitor, PrometheusRule, Grafana dashboard). Each renders and passes a server-side
+//! (ServiceMonitor, PrometheusRule, Grafana dashboard), and the `enforce` component over the
+//! report-only base. Each renders and passes a server-side
 //! dry-run apply; every metric the rules and the dashboard query is one a live controller's
 //! `/metrics` exports.
 
@@ -282,5 +283,62 @@ async fn the_monitoring_component_queries_only_metrics_the_controller_exports() 
         unknown.is_empty(),
         "queried but not exported: {unknown:?}\n{scrape}"
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_base_is_report_only_and_enforce_changes_only_the_two_settings_that_write() -> Result<()>
+{
+    let value = |env: &[(String, serde_json::Value)], name: &str| {
+        env.iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, v)| v["value"].as_str().map(str::to_owned))
+    };
+    let report_only = render("kubeflow", "")?;
+    let enforced = render("kubeflow", "enforce")?;
+    let (before, after) = (container_env(&report_only)?, container_env(&enforced)?);
+    let settings = [
+        "ML_PIPELINE_SCHEDULEDRUNS_REBUILDPOLICY",
+        "PIPEWARDEN_EXIT_MODE",
+    ];
+    let pairs = |env: &[(String, serde_json::Value)]| {
+        settings.map(|name| value(env, name).unwrap_or_default())
+    };
+    ensure!(
+        pairs(&before) == ["disable", "observe"],
+        "{:?}",
+        pairs(&before)
+    );
+    ensure!(pairs(&after) == ["always", "notify"], "{:?}", pairs(&after));
+    // Both parse as the binary parses them.
+    for [policy, mode] in [pairs(&before), pairs(&after)] {
+        pipewarden::swf::parse_rebuild_policy(&policy).map_err(anyhow::Error::msg)?;
+        <pipewarden::config::ExitMode as clap::ValueEnum>::from_str(&mode, false)
+            .map_err(anyhow::Error::msg)?;
+    }
+    // Everything else is the same objects, env order included.
+    let mut patched = serde_json::to_value(&report_only)?;
+    for env in patched
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .filter(|o| o["kind"] == "Deployment")
+        .filter_map(|o| o.pointer_mut("/spec/template/spec/containers/0/env"))
+        .filter_map(|env| env.as_array_mut())
+    {
+        for var in env.iter_mut() {
+            match var["name"].as_str() {
+                Some("ML_PIPELINE_SCHEDULEDRUNS_REBUILDPOLICY") => var["value"] = "always".into(),
+                Some("PIPEWARDEN_EXIT_MODE") => var["value"] = "notify".into(),
+                _ => {}
+            }
+        }
+    }
+    ensure!(
+        patched == serde_json::to_value(&enforced)?,
+        "the enforce component changed more than the two settings"
+    );
+    let client = shared().await?.client()?;
+    dry_run(&client, &enforced).await?;
     Ok(())
 }

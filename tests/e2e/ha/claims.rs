@@ -132,6 +132,7 @@ async fn a_leader_stopped_mid_delivery_is_not_delivered_for_by_the_standby() -> 
         .arg("run")
         .env_clear()
         .envs(deployment_env(dir.path(), &pod)?)
+        .envs(enforce_env()?)
         .env("KUBECONFIG", control_plane.kubeconfig())
         .env("PIPEWARDEN_NAMESPACES", &namespace)
         .env("PIPEWARDEN_TARGET_VERSION", TARGET)

@@ -57,3 +57,25 @@ pub fn deployment_env(volumes: &Path, pod: &Pod<'_>) -> Result<Vec<(String, Stri
     }
     Ok(env)
 }
+
+/// `(name, value)` of what the `enforce` component sets on the container: the install that
+/// writes, applied over [`deployment_env`].
+pub fn enforce_env() -> Result<Vec<(String, String)>> {
+    let path = crate::repo::repo_path("deploy/components/enforce/deployment-env.yaml");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+    let patch: Deployment = serde_yaml::from_str(&text)?;
+    let container = patch
+        .spec
+        .and_then(|spec| spec.template.spec)
+        .and_then(|pod| pod.containers.into_iter().next())
+        .context("no container in the enforce patch")?;
+    container
+        .env
+        .into_iter()
+        .flatten()
+        .map(|var| match var.value {
+            Some(value) => Ok((var.name, value)),
+            None => bail!("{} has no value", var.name),
+        })
+        .collect()
+}
