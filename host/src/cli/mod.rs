@@ -2,6 +2,7 @@
 
 pub mod eval;
 pub mod inputs;
+pub mod plan;
 pub mod policy_push;
 pub mod precompile;
 pub mod table;
@@ -24,6 +25,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the controller.
     Run(Box<crate::config::RunArgs>),
+    /// What `run` would do on the cluster now, read-only: a table per SWF and per recently
+    /// completed workflow. Takes every flag and variable `run` takes.
+    Plan(Box<crate::config::PlanArgs>),
     /// Evaluate a policy offline on SWFs and workflow event sequences.
     Eval(crate::config::EvalArgs),
     /// Compile a policy into the cache directory.
@@ -78,6 +82,7 @@ pub fn main(cli: Cli) -> anyhow::Result<i32> {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(crate::controller::run(*args)).map(|()| 0)
         }
+        Command::Plan(args) => plan::run(&args),
         Command::Eval(args) => Ok(if eval::run(&args)? { 0 } else { 1 }),
         Command::Precompile(args) => precompile::run(&args).map(|()| 0),
         Command::Test(args) => test::run(&args),

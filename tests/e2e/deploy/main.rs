@@ -5,6 +5,7 @@ mod demo_output;
 mod first_install;
 mod image_registry;
 mod manifests;
+mod plan;
 mod policy_swap;
 mod rbac;
 mod readiness;

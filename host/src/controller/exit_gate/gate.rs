@@ -190,7 +190,7 @@ impl Gate {
 }
 
 /// `workflows.argoproj.io/v1alpha1`.
-pub(super) fn workflow_resource() -> ApiResource {
+pub(crate) fn workflow_resource() -> ApiResource {
     let gvk = GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Workflow");
     ApiResource::from_gvk_with_plural(&gvk, "workflows")
 }

@@ -19,6 +19,8 @@ mod watch;
 pub mod webhook;
 mod worker;
 
+pub(crate) use gate::workflow_resource;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -213,7 +215,7 @@ pub async fn run(
 
 /// The key claims are signed with: the file's bytes (surrounding whitespace trimmed), or none,
 /// said once, when no file is named or it does not exist (an optional Secret not created).
-fn mark_key(path: Option<&std::path::Path>) -> anyhow::Result<MarkKey> {
+pub(crate) fn mark_key(path: Option<&std::path::Path>) -> anyhow::Result<MarkKey> {
     let Some(path) = path.filter(|p| p.exists()) else {
         tracing::warn!(
             file = path.map(|p| p.display().to_string()),

@@ -1,0 +1,192 @@
+//! What `pipewarden plan` says about each SWF and each completed workflow: pure functions of
+//! the controller's own decisions (`swf::plan`, the policy's eligibility, `notification::plan`),
+//! so a plan row is what the controller would do, in words.
+
+use serde::Serialize;
+
+use crate::engine::{Eligibility, RebuildPolicy};
+use crate::exit::claim::Claim;
+use crate::exit::event::WorkflowFacts;
+use crate::exit::notification::{Mark, Plan, Rules, plan_facts};
+use crate::exit::outcome::Outcome;
+use crate::swf::decide::SwfOutcome;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SwfRow {
+    pub swf: String,
+    pub plan: &'static str,
+    /// The fields a write would change.
+    pub changes: Vec<String>,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diff: Vec<String>,
+}
+
+impl SwfRow {
+    /// The SWF differs from what the controller would write.
+    pub fn writes(&self) -> bool {
+        matches!(self.plan, "would rebuild" | "would restore")
+    }
+}
+
+/// The row for one SWF the controller's `plan` decided. Under `disable` the render still ran
+/// (a dry run), so the row says what an enforcing install would write.
+pub fn swf_row(swf: String, outcome: &SwfOutcome) -> SwfRow {
+    let plan = match outcome {
+        SwfOutcome::Rebuild { .. } | SwfOutcome::WouldRebuild { .. } => "would rebuild",
+        SwfOutcome::Restore { .. } | SwfOutcome::WouldRestore { .. } => "would restore",
+        SwfOutcome::UpToDate { .. } => "up to date",
+        SwfOutcome::Skipped { .. } => "skip",
+        SwfOutcome::NotRebuildable { .. } => "not rebuildable",
+        SwfOutcome::UnsupportedTarget { .. } => "unsupported target",
+        other => other.label(),
+    };
+    let changes = outcome.changes();
+    SwfRow {
+        swf,
+        plan,
+        changes: changes.iter().map(|c| c.path().to_owned()).collect(),
+        reason: outcome.reason(),
+        diff: changes.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// `15: metadata.annotations, spec.workflow`: how many fields change, under which parts.
+pub fn changes_summary(paths: &[String]) -> String {
+    if paths.is_empty() {
+        return "-".into();
+    }
+    let mut parts: Vec<String> = paths
+        .iter()
+        .map(|path| {
+            let head = path.split('[').next().unwrap_or(path);
+            head.split('.').take(2).collect::<Vec<_>>().join(".")
+        })
+        .collect();
+    parts.sort();
+    parts.dedup();
+    format!("{}: {}", paths.len(), parts.join(", "))
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WorkflowRow {
+    pub workflow: String,
+    pub phase: String,
+    pub finished_at: String,
+    pub plan: &'static str,
+    pub reason: String,
+}
+
+impl WorkflowRow {
+    pub fn writes(&self) -> bool {
+        self.plan == "would notify"
+    }
+}
+
+/// One completed workflow as it is listed now (never a stale copy): what the policy says of
+/// it, then what the exit gate would do given its mark and claim.
+pub fn workflow_row(
+    facts: &WorkflowFacts,
+    mark: Option<&Mark>,
+    claim: Option<&Claim>,
+    eligibility: &Eligibility,
+    rules: &Rules,
+) -> WorkflowRow {
+    let (plan, reason) = match eligibility {
+        Eligibility::Process => notification_plan(facts, mark, claim, rules),
+        Eligibility::Skip(reason) | Eligibility::RejectStale(reason) => {
+            ("not eligible", reason.clone())
+        }
+        Eligibility::Requeue(reason) => ("not eligible yet", reason.clone()),
+    };
+    WorkflowRow {
+        workflow: format!("{}/{}", facts.namespace, facts.name),
+        phase: facts.phase_text.clone(),
+        finished_at: facts.finished_at.clone().unwrap_or_else(|| "-".into()),
+        plan,
+        reason,
+    }
+}
+
+fn notification_plan(
+    facts: &WorkflowFacts,
+    mark: Option<&Mark>,
+    claim: Option<&Claim>,
+    rules: &Rules,
+) -> (&'static str, String) {
+    match plan_facts(facts, facts, mark, claim, rules) {
+        Plan::Claim => ("would notify", "complete, not notified yet".into()),
+        Plan::TakeOver | Plan::Resend => (
+            "would notify",
+            "claimed, and the claim has expired: taken over".into(),
+        ),
+        Plan::ClaimedElsewhere { holder, until } => (
+            "claimed elsewhere",
+            format!("{holder} holds the claim until {until}"),
+        ),
+        Plan::AlreadySent => ("already notified", String::new()),
+        Plan::AlreadySettled(Outcome::AlreadyFailed) => (
+            "already failed",
+            "given up earlier (an ExitNotificationFailed Event)".into(),
+        ),
+        Plan::AlreadySettled(Outcome::AlreadySkipped) => (
+            "already skipped",
+            "first seen after the catch-up window (an ExitNotificationSkipped Event)".into(),
+        ),
+        Plan::AlreadySettled(outcome) => ("already settled", outcome.label().into()),
+        Plan::TooOld => (
+            "skip",
+            format!(
+                "finished more than {:?} before now (--exit-catchup-window): it would be \
+                 reported, not notified",
+                rules.catch_up
+            ),
+        ),
+        Plan::Unconfirmed(reason) => ("not confirmed", reason),
+    }
+}
+
+/// The whole plan, as `-o json|yaml` prints it.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub target_version: Option<String>,
+    pub rebuild_policy: &'static str,
+    pub exit_mode: &'static str,
+    pub swfs: Vec<SwfRow>,
+    pub workflows: Vec<WorkflowRow>,
+    /// Completed workflows that finished before `--workflows-since`: not listed.
+    pub older_workflows: usize,
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// Whether anything would be written: `--exit-code` exits 1 then.
+    pub fn writes(&self) -> bool {
+        self.swfs.iter().any(SwfRow::writes) || self.workflows.iter().any(WorkflowRow::writes)
+    }
+
+    /// What the configured install would do with the rows that write.
+    pub fn mode_note(rebuild_policy: RebuildPolicy, observe: bool) -> Option<String> {
+        let swfs = rebuild_policy == RebuildPolicy::Disable;
+        match (swfs, observe) {
+            (false, false) => None,
+            (true, true) => Some(
+                "report-only as configured (rebuild policy disable, exit mode observe): the \
+                 rows say what the enforce install would write"
+                    .into(),
+            ),
+            (true, false) => Some(
+                "rebuild policy disable: SWF rows say what a rebuild would write; none is \
+                 written as configured"
+                    .into(),
+            ),
+            (false, true) => {
+                Some("exit mode observe: completions are recorded, not sent, as configured".into())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "rows_tests.rs"]
+mod tests;
