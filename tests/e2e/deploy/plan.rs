@@ -110,7 +110,7 @@ async fn plan_reads_the_cluster_says_what_run_would_do_and_writes_nothing() -> R
     let before = snapshot(&client, &namespace).await?;
 
     let output = plan(
-        &kubeconfig,
+        kubeconfig,
         &namespace,
         TARGET,
         &["-o", "json", "--exit-code"],
@@ -146,12 +146,12 @@ async fn plan_reads_the_cluster_says_what_run_would_do_and_writes_nothing() -> R
         "the would-rebuild row names no field: {stale:?}"
     );
 
-    let table = plan(&kubeconfig, &namespace, TARGET, &[])?;
+    let table = plan(kubeconfig, &namespace, TARGET, &[])?;
     let table = String::from_utf8(table.stdout)?;
     println!("{table}");
     ensure!(table.contains("SWF") && table.contains("WORKFLOW") && table.contains("would notify"));
 
-    let unsupported = plan(&kubeconfig, &namespace, "2.18.0", &["-o", "yaml"])?;
+    let unsupported = plan(kubeconfig, &namespace, "2.18.0", &["-o", "yaml"])?;
     let unsupported: Value = serde_yaml::from_slice(&unsupported.stdout)?;
     ensure!(plans(&unsupported, "swfs", "swf")["stale-0"] == "unsupported target");
 
@@ -170,7 +170,7 @@ async fn plan_reads_the_cluster_says_what_run_would_do_and_writes_nothing() -> R
     wait_for("the fresh completion's POST", || receiver.requests() == 1).await?;
     let settled = || async {
         let report = plan(
-            &kubeconfig,
+            kubeconfig,
             &namespace,
             TARGET,
             &["-o", "json", "--exit-code"],

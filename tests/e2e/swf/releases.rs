@@ -157,7 +157,7 @@ async fn a_target_no_release_matches_writes_nothing_and_says_so_once_per_swf() -
     let client = control_plane.client()?;
     let namespace = control_plane.ns().await?;
     let seeded = seed(&client, &namespace, "kfp-2.3", "old", 3).await?;
-    let before = resource_versions(&client, &[namespace.clone()]).await?;
+    let before = resource_versions(&client, std::slice::from_ref(&namespace)).await?;
     let running = controller(&namespace, "2.18.0")
         .set("--rebuild-policy", "always")
         .start(control_plane)
@@ -187,7 +187,7 @@ async fn a_target_no_release_matches_writes_nothing_and_says_so_once_per_swf() -
     }
     ensure!(running.handle.ctx.readiness.waiting().is_empty(), "ready");
     running.stop().await;
-    ensure!(resource_versions(&client, &[namespace.clone()]).await? == before);
+    ensure!(resource_versions(&client, std::slice::from_ref(&namespace)).await? == before);
     Ok(())
 }
 
@@ -282,15 +282,20 @@ async fn with_settings_from_the_render_follows_the_api_servers_deployment() -> R
         .start(control_plane)
         .await?;
     running.wait_for_decisions("rebuild", 2).await?;
-    let first = wait_for_all(&client, &[namespace.clone()], "2.16.1 drivers", |swf| {
-        driver_images(swf)
-            .map(|images| {
-                images
-                    .iter()
-                    .all(|i| i == "ghcr.io/kubeflow/kfp-driver:2.16.1")
-            })
-            .unwrap_or(false)
-    })
+    let first = wait_for_all(
+        &client,
+        std::slice::from_ref(&namespace),
+        "2.16.1 drivers",
+        |swf| {
+            driver_images(swf)
+                .map(|images| {
+                    images
+                        .iter()
+                        .all(|i| i == "ghcr.io/kubeflow/kfp-driver:2.16.1")
+                })
+                .unwrap_or(false)
+        },
+    )
     .await?;
     for swf in &first {
         ensure!(
@@ -317,7 +322,7 @@ async fn with_settings_from_the_render_follows_the_api_servers_deployment() -> R
     running.wait_for_decisions("rebuild", 4).await?;
     wait_for_all(
         &client,
-        &[namespace.clone()],
+        std::slice::from_ref(&namespace),
         "drivers at log level 3",
         |swf| {
             driver_log_levels(swf)
