@@ -27,6 +27,10 @@ pub struct SwfArgs {
     /// `tag_name` its health endpoint reports, polled.
     #[arg(long, env = "PIPEWARDEN_KFP_API_URL")]
     pub kfp_api_url: Option<String>,
+    /// PEM CA bundle an https:// --kfp-api-url is verified against (KFP's cert-manager TLS:
+    /// the certificate Secret's ca.crt); without it, the system roots.
+    #[arg(long, env = "PIPEWARDEN_KFP_API_CA_FILE", requires = "kfp_api_url")]
+    pub kfp_api_ca_file: Option<std::path::PathBuf>,
     /// How often to ask the KFP apiserver for its version.
     #[arg(long, env = "PIPEWARDEN_KFP_API_POLL", default_value = "60s", value_parser = humantime_secs)]
     pub kfp_api_poll: Duration,

@@ -4,6 +4,7 @@
 
 mod busy_node;
 mod conflicts;
+mod kfp_tls;
 mod policies;
 mod rebuild;
 mod releases;

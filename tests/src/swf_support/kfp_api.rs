@@ -1,4 +1,5 @@
-//! A stand-in for the KFP apiserver's health endpoint, whose version a test changes.
+//! A stand-in for the KFP apiserver's health endpoint, whose version a test changes: plain
+//! HTTP, or HTTPS with a certificate of its own CA, as KFP's cert-manager TLS overlays serve it.
 
 use std::sync::{Arc, Mutex};
 
@@ -32,6 +33,26 @@ impl KfpApi {
         Ok(KfpApi { url, tag, server })
     }
 
+    /// [`KfpApi::serve`] over TLS for `127.0.0.1`, with a certificate signed by a fresh CA;
+    /// returns the CA certificate (PEM), as the `ca.crt` of the certificate's Secret.
+    pub async fn serve_tls(tag: &str) -> Result<(Self, String)> {
+        let (server_config, ca_pem) = tls_server_config()?;
+        let tag = Arc::new(Mutex::new(tag.to_owned()));
+        let app = Router::new()
+            .route("/apis/v2beta1/healthz", get(healthz))
+            .with_state(tag.clone());
+        let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("https://{}", tcp.local_addr()?);
+        let listener = TlsListener {
+            tcp,
+            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(server_config)),
+        };
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok((KfpApi { url, tag, server }, ca_pem))
+    }
+
     /// What the endpoint reports from now on, as after an upgrade of KFP.
     pub fn set_tag(&self, tag: &str) {
         *self.tag.lock().expect("tag") = tag.to_owned();
@@ -54,4 +75,50 @@ async fn healthz(State(tag): State<Arc<Mutex<String>>>) -> impl IntoResponse {
         "pipeline_store": "database"
     });
     ([(CONTENT_TYPE, "application/json")], body.to_string())
+}
+
+/// TCP connections that completed a TLS handshake; failed handshakes (a client that does not
+/// trust the CA) are dropped.
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((tcp, addr)) = self.tcp.accept().await else {
+                continue;
+            };
+            if let Ok(tls) = self.acceptor.accept(tcp).await {
+                return (tls, addr);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
+
+/// A CA, and a server certificate for 127.0.0.1 it signed: the server's TLS config and the
+/// CA's PEM.
+fn tls_server_config() -> Result<(tokio_rustls::rustls::ServerConfig, String)> {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    use tokio_rustls::rustls;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+    let key = KeyPair::generate()?;
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])?.signed_by(&key, &ca)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let private = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.der().clone()], private)?;
+    Ok((config, ca.pem()))
 }

@@ -101,7 +101,7 @@ async fn fetch(args: &PlanArgs) -> anyhow::Result<Fetched> {
 /// The version `run` would render for at start: the flag, or what the KFP API reports.
 async fn target_version(swf: &SwfArgs) -> anyhow::Result<Option<String>> {
     let reported = match &swf.kfp_api_url {
-        Some(url) => HealthPoller::new(url)?
+        Some(url) => HealthPoller::new(url, swf.kfp_api_ca_file.as_deref())?
             .fetch()
             .await
             .context("the target version")?,

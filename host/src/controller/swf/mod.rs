@@ -115,7 +115,7 @@ pub fn prepare(
     let poller = args
         .kfp_api_url
         .as_deref()
-        .map(HealthPoller::new)
+        .map(|url| HealthPoller::new(url, args.kfp_api_ca_file.as_deref()))
         .transpose()?;
     ctx.readiness.expect(READINESS);
     Ok(Some(run(ctx.clone(), args, poller)))

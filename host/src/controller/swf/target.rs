@@ -1,11 +1,13 @@
 //! The KFP version SWFs are rendered for: fixed by flag, or learned by polling the KFP
 //! apiserver's health endpoint. Watchers see each change once.
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use http_body_util::{BodyExt as _, Empty, Limited};
 use hyper::body::Bytes;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -20,28 +22,55 @@ use crate::swf::healthz::{self, HEALTHZ_PATH};
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
-/// Polls `{base_url}/apis/v2beta1/healthz`. Plain HTTP: the KFP apiserver's in-cluster service.
+/// Polls `{base_url}/apis/v2beta1/healthz`: plain HTTP (the in-cluster service), or HTTPS
+/// (KFP's cert-manager TLS overlays) verified against `--kfp-api-ca-file` or the system roots.
 pub struct HealthPoller {
     url: hyper::Uri,
-    client: Client<HttpConnector, Empty<Bytes>>,
+    client: Transport,
+}
+
+enum Transport {
+    Plain(Client<HttpConnector, Empty<Bytes>>),
+    Tls(Client<HttpsConnector<HttpConnector>, Empty<Bytes>>),
 }
 
 impl HealthPoller {
-    pub fn new(base_url: &str) -> anyhow::Result<Self> {
+    pub fn new(base_url: &str, ca_file: Option<&Path>) -> anyhow::Result<Self> {
         let url = format!("{}{HEALTHZ_PATH}", base_url.trim_end_matches('/'));
         let url: hyper::Uri = url
             .parse()
             .with_context(|| format!("--kfp-api-url: {url} is not a URL"))?;
-        if url.scheme_str() != Some("http") {
-            bail!("--kfp-api-url: only http:// is supported (the in-cluster service), got {url}");
-        }
-        let client = Client::builder(TokioExecutor::new()).build_http();
+        let builder = Client::builder(TokioExecutor::new());
+        let client = match (url.scheme_str(), ca_file) {
+            (Some("http"), None) => Transport::Plain(builder.build_http()),
+            (Some("http"), Some(_)) => {
+                bail!("--kfp-api-ca-file is given but --kfp-api-url {base_url} is not https://")
+            }
+            (Some("https"), ca_file) => {
+                let connector = HttpsConnectorBuilder::new();
+                let connector = match ca_file {
+                    Some(path) => connector.with_tls_config(tls_config(path)?),
+                    None => connector
+                        .with_native_roots()
+                        .context("--kfp-api-url: no system trust roots; give --kfp-api-ca-file")?,
+                };
+                let connector = connector.https_only().enable_http1().build();
+                Transport::Tls(builder.build(connector))
+            }
+            _ => bail!("--kfp-api-url must start with http:// or https://, got {url}"),
+        };
         Ok(HealthPoller { url, client })
     }
 
     /// The version the KFP apiserver reports now; None when it reports none.
     pub async fn fetch(&self) -> anyhow::Result<Option<String>> {
-        let response = tokio::time::timeout(REQUEST_TIMEOUT, self.client.get(self.url.clone()))
+        let request = async {
+            match &self.client {
+                Transport::Plain(client) => client.get(self.url.clone()).await,
+                Transport::Tls(client) => client.get(self.url.clone()).await,
+            }
+        };
+        let response = tokio::time::timeout(REQUEST_TIMEOUT, request)
             .await
             .with_context(|| format!("GET {}: no answer within {REQUEST_TIMEOUT:?}", self.url))?
             .with_context(|| format!("GET {}", self.url))?;
@@ -97,4 +126,61 @@ pub fn publish(target: &watch::Sender<Option<String>>, version: Option<String>, 
         *current = version;
         true
     });
+}
+
+/// A TLS client trusting only the PEM certificates in `path` (a CA bundle, e.g. the `ca.crt`
+/// of KFP's cert-manager certificate).
+fn tls_config(path: &Path) -> anyhow::Result<rustls::ClientConfig> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let what = || format!("--kfp-api-ca-file {}", path.display());
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(path).with_context(what)? {
+        roots.add(cert.with_context(what)?).with_context(what)?;
+    }
+    if roots.is_empty() {
+        bail!("{}: no PEM certificate in it", what());
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS versions")?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(url: &str, ca: Option<&Path>) -> String {
+        match HealthPoller::new(url, ca) {
+            Ok(_) => panic!("{url} with {ca:?} was accepted"),
+            Err(error) => format!("{error:#}"),
+        }
+    }
+
+    #[test]
+    fn a_ca_file_needs_https_and_a_certificate_and_other_schemes_are_refused() {
+        let dir = std::env::temp_dir().join(format!("pipewarden-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let http = refused("http://ml-pipeline.kubeflow:8888", Some(&empty));
+        assert!(http.contains("is not https://"), "{http}");
+        let none = refused("https://ml-pipeline.kubeflow:8888", Some(&empty));
+        assert!(
+            none.contains("empty.pem") && none.contains("no PEM certificate"),
+            "{none}"
+        );
+        let missing = refused(
+            "https://ml-pipeline.kubeflow:8888",
+            Some(&dir.join("gone.pem")),
+        );
+        assert!(missing.contains("gone.pem"), "{missing}");
+        let ftp = refused("ftp://ml-pipeline.kubeflow:8888", None);
+        assert!(ftp.contains("http:// or https://"), "{ftp}");
+        assert!(HealthPoller::new("https://ml-pipeline.kubeflow:8888", None).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
