@@ -17,7 +17,7 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo demo-steps test toolchain control-plane policies bench bench-swf bench-swf-10k bench-stale lint sdk-examples test-sdk bench-sdk image image-ref bench-oci
+.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-stale lint sdk-examples test-sdk bench-sdk image image-ref bench-oci
 
 # The image `make image` builds and pushes: $(REGISTRY)/pipewarden:$(VERSION) unless IMAGE is given.
 REGISTRY ?= ghcr.io/pipewarden
@@ -99,6 +99,10 @@ image-ref:
 # A policy from the local registry: first pull, then warm starts beside --policy FILE.
 bench-oci: control-plane policies
 	$(call phase,bench-oci,$(CARGO) bench -p pipewarden-tests --bench oci_start)
+
+# docs/reference/cli.md from the command definitions (a test fails when it is out of date).
+cli-reference:
+	$(call phase,cli reference,UPDATE_CLI_REFERENCE=1 $(CARGO) test -q -p pipewarden --test cli_reference the_cli_reference_is_current)
 
 # Crates whose modules must not import each other in a circle.
 CYCLE_CHECKED := host/src guest/src policies/kfp-core/src policies/kfp-compiler/src tests/src

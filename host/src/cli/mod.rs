@@ -5,6 +5,7 @@ pub mod inputs;
 pub mod plan;
 pub mod policy_push;
 pub mod precompile;
+pub mod reference;
 pub mod table;
 pub mod test;
 
@@ -34,6 +35,11 @@ pub enum Command {
     Precompile(crate::config::PrecompileArgs),
     /// Run case files against a policy: 0 all pass, 1 any fails, 2 a malformed case file.
     Test(crate::config::TestArgs),
+    /// Print a shell completion script: `pipewarden completions bash > /etc/bash_completion.d/pipewarden`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Policies as OCI artifacts.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -87,5 +93,10 @@ pub fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::Precompile(args) => precompile::run(&args).map(|()| 0),
         Command::Test(args) => test::run(&args),
         Command::Policy(PolicyCommand::Push(args)) => policy_push::run(&args).map(|()| 0),
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "pipewarden", &mut std::io::stdout());
+            Ok(0)
+        }
     }
 }

@@ -1,33 +1,26 @@
-//! Durations as flags are written: `90s`, `10m`, `2h`, or plain seconds.
+//! Durations as flags are written: `500ms`, `90s`, `10m`, `1h30m` (humantime's syntax), or a
+//! plain number of seconds.
 
 use std::time::Duration;
 
-/// Parses `90s`, `10m`, `2h` or plain seconds.
-pub fn humantime_secs(text: &str) -> Result<Duration, String> {
+/// Parses a duration flag: humantime's `500ms`, `90s`, `1h30m`, or plain seconds (`45`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let (number, unit) = text.split_at(
-        text.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len()),
-    );
-    let value: u64 = number
-        .parse()
-        .map_err(|_| format!("not a duration: {text:?}"))?;
-    let seconds = match unit {
-        "" | "s" => value,
-        "m" => value * 60,
-        "h" => value * 3600,
-        _ => return Err(format!("unknown unit in {text:?}; use s, m or h")),
-    };
-    Ok(Duration::from_secs(seconds))
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("not a duration: {text:?} ({e}); write e.g. 500ms, 90s, 10m or 1h30m"))
 }
 
-/// `90s`, `2m`, `1h`: a whole number of seconds the way the duration flags are written.
-pub fn show_seconds(seconds: u64) -> String {
-    match seconds {
-        s if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
-        s if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
-        s => format!("{s}s"),
+/// `500ms`, `90s`, `1h30m`: a duration the way the flags are written.
+pub fn show_duration(duration: Duration) -> String {
+    if duration.is_zero() {
+        return "0s".into();
     }
+    humantime::format_duration(duration)
+        .to_string()
+        .replace(' ', "")
 }
 
 #[cfg(test)]
@@ -36,15 +29,24 @@ mod tests {
 
     #[test]
     fn durations_read_as_they_are_written() {
-        assert_eq!(show_seconds(0), "0s");
-        assert_eq!(show_seconds(90), "90s");
-        assert_eq!(show_seconds(600), "10m");
-        assert_eq!(show_seconds(7200), "2h");
-        assert_eq!(humantime_secs("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(humantime_secs("10m"), Ok(Duration::from_secs(600)));
-        assert_eq!(humantime_secs("2h"), Ok(Duration::from_secs(7200)));
-        assert_eq!(humantime_secs("45"), Ok(Duration::from_secs(45)));
-        assert!(humantime_secs("5d").is_err());
-        assert!(humantime_secs("m").is_err());
+        let read = |text| parse_duration(text).unwrap();
+        assert_eq!(read("500ms"), Duration::from_millis(500));
+        assert_eq!(read("90s"), Duration::from_secs(90));
+        assert_eq!(read("10m"), Duration::from_secs(600));
+        assert_eq!(read("1h30m"), Duration::from_secs(5400));
+        assert_eq!(read("2h"), Duration::from_secs(7200));
+        assert_eq!(read("45"), Duration::from_secs(45));
+        for bad in ["m", "5 parsecs", "-3s", ""] {
+            let error = parse_duration(bad).unwrap_err();
+            assert!(error.contains("500ms, 90s"), "{bad:?}: {error}");
+        }
+        for (duration, shown) in [(0, "0s"), (90, "1m30s"), (600, "10m"), (5400, "1h30m")] {
+            assert_eq!(show_duration(Duration::from_secs(duration)), shown);
+        }
+        assert_eq!(show_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(
+            read(&show_duration(Duration::from_millis(90_500))),
+            Duration::from_millis(90_500)
+        );
     }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::PolicyArgs;
-use super::duration::humantime_secs;
+use super::duration::parse_duration;
 use super::floor::{Floor, SECOND, check};
 use crate::swf::REBUILD_POLICY_ENV;
 
@@ -31,7 +31,7 @@ pub struct EvalArgs {
     #[arg(long, env = "PIPEWARDEN_SETTINGS")]
     pub settings: Option<PathBuf>,
     /// How long a tombstone lasts in the simulated event sequence.
-    #[arg(long, default_value = "10m", value_parser = humantime_secs)]
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub tombstone_ttl: Duration,
     #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::duration::humantime_secs;
+use super::duration::parse_duration;
 use super::floor::{Floor, SECOND};
 
 /// What the exit gate does with a completion it lets through.
@@ -14,6 +14,7 @@ pub enum ExitMode {
 }
 
 #[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Exit gate")]
 pub struct ExitArgs {
     /// Run the exit gate (watches argoproj.io Workflows); turn off where Argo is not installed.
     #[arg(long, env = "PIPEWARDEN_EXIT_GATE", default_value_t = true, action = clap::ArgAction::Set)]
@@ -40,14 +41,14 @@ pub struct ExitArgs {
     pub exit_attempts: u32,
     /// Wait before the second attempt; it doubles per attempt (jittered) up to
     /// --exit-retry-max-delay.
-    #[arg(long, env = "PIPEWARDEN_EXIT_RETRY_DELAY", default_value = "2s", value_parser = humantime_secs)]
+    #[arg(long, env = "PIPEWARDEN_EXIT_RETRY_DELAY", default_value = "2s", value_parser = parse_duration)]
     pub exit_retry_delay: Duration,
     /// The longest wait between two attempts (also after a receiver's 4xx).
-    #[arg(long, env = "PIPEWARDEN_EXIT_RETRY_MAX_DELAY", default_value = "10m", value_parser = humantime_secs)]
+    #[arg(long, env = "PIPEWARDEN_EXIT_RETRY_MAX_DELAY", default_value = "10m", value_parser = parse_duration)]
     pub exit_retry_max_delay: Duration,
     /// Timeout of one webhook request, answer included; a timed-out delivery is retried with a
     /// longer one (2x, then 4x).
-    #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = humantime_secs)]
+    #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub exit_webhook_timeout: Duration,
     /// Webhook requests in flight at once (a quarter more for receivers that timed out).
     #[arg(
@@ -69,21 +70,21 @@ pub struct ExitArgs {
     pub exit_event_source: String,
     /// Unclaimed completions older than this when first seen are not notified (no flood on
     /// install); each is reported: skipped/<key>, an ExitNotificationSkipped Event, a metric.
-    #[arg(long, env = "PIPEWARDEN_EXIT_CATCHUP_WINDOW", default_value = "1h", value_parser = humantime_secs)]
+    #[arg(long, env = "PIPEWARDEN_EXIT_CATCHUP_WINDOW", default_value = "1h", value_parser = parse_duration)]
     pub exit_catchup_window: Duration,
     /// A claim still pending this long after its workflow finished is given up at once,
     /// whatever attempts a restart would allow.
-    #[arg(long, env = "PIPEWARDEN_EXIT_GIVE_UP_AFTER", default_value = "24h", value_parser = humantime_secs)]
+    #[arg(long, env = "PIPEWARDEN_EXIT_GIVE_UP_AFTER", default_value = "24h", value_parser = parse_duration)]
     pub exit_give_up_after: Duration,
     /// How often pending claims no attempt is working on are taken up again.
-    #[arg(long, env = "PIPEWARDEN_EXIT_SWEEP_INTERVAL", default_value = "60s", value_parser = humantime_secs)]
+    #[arg(long, env = "PIPEWARDEN_EXIT_SWEEP_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     pub exit_sweep_interval: Duration,
     /// How long a tombstone is kept after it was recorded or last raised (Argo keeps 1300 s).
-    #[arg(long, env = "PIPEWARDEN_TOMBSTONE_TTL", default_value = "1300s", value_parser = humantime_secs)]
+    #[arg(long, env = "PIPEWARDEN_TOMBSTONE_TTL", default_value = "1300s", value_parser = parse_duration)]
     pub tombstone_ttl: Duration,
     /// How long a replica's claim on a completion holds before another may take it over
     /// [default: 4 x --exit-webhook-timeout + 30s, past any delivery still in flight].
-    #[arg(long, env = "PIPEWARDEN_EXIT_CLAIM_TTL", value_parser = humantime_secs)]
+    #[arg(long, env = "PIPEWARDEN_EXIT_CLAIM_TTL", value_parser = parse_duration)]
     pub exit_claim_ttl: Option<Duration>,
     /// A key (a mounted Secret, shared by the replicas) that claims are signed with; a pending
     /// mark without a valid signature is then not a claim. Unset, or the file absent: claims

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 
-use super::duration::show_seconds;
+use super::duration::show_duration;
 
 /// One flag's value against its floor.
 pub struct Floor {
@@ -38,9 +38,9 @@ impl Floor {
         Floor {
             flag,
             env,
-            value: value.as_secs(),
-            minimum: min.as_secs(),
-            show: show_seconds,
+            value: value.as_millis() as u64,
+            minimum: min.as_millis() as u64,
+            show: |millis| show_duration(Duration::from_millis(millis)),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::duration::humantime_secs;
+use super::duration::parse_duration;
 use super::{OutputFormat, RunArgs};
 
 #[derive(clap::Args, Debug)]
@@ -16,7 +16,7 @@ pub struct PlanArgs {
     #[arg(long)]
     pub exit_code: bool,
     /// List the completed workflows that finished within this long; older ones are counted.
-    #[arg(long, default_value = "24h", value_parser = humantime_secs)]
+    #[arg(long, default_value = "24h", value_parser = parse_duration)]
     pub workflows_since: Duration,
     #[command(flatten)]
     pub run: RunArgs,

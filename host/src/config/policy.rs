@@ -10,6 +10,7 @@ use crate::engine::{Budget, BudgetPreset, BudgetSettings, Policy, PolicyOptions,
 use crate::oci::{FetchOptions, Fetched, PolicyRef, VerifyKey};
 
 #[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Policy")]
 pub struct PolicyArgs {
     /// The policy component: a .wasm file, or an OCI artifact `oci://REGISTRY/REPO@sha256:...`
     /// (pulled by digest into <cache-dir>/oci, and read from there when the registry is away).

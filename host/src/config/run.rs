@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 
-use super::duration::humantime_secs;
+use super::duration::parse_duration;
 use super::floor::{Floor, SECOND, check};
 use super::settings::read_settings;
 use super::{ExitArgs, LeaderArgs, PolicyArgs, Shard, SwfArgs};
@@ -16,32 +16,52 @@ pub struct RunArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
     /// Policy settings (JSON or YAML), validated by the policy at load.
-    #[arg(long, env = "PIPEWARDEN_SETTINGS")]
+    #[arg(help_heading = "Policy", long, env = "PIPEWARDEN_SETTINGS")]
     pub settings: Option<PathBuf>,
     /// Read the KFP API server's environment from its Deployment, `deployment/NAMESPACE/NAME`
     /// (e.g. deployment/kubeflow/ml-pipeline), with the ConfigMap values it names, and hand
     /// it to the policy beside --settings; re-read at every reload check, so a changed
     /// environment re-renders. Secrets are never read.
-    #[arg(long, env = "PIPEWARDEN_SETTINGS_FROM", value_parser = DeploymentRef::parse)]
+    #[arg(help_heading = "Policy", long, env = "PIPEWARDEN_SETTINGS_FROM", value_parser = DeploymentRef::parse)]
     pub settings_from: Option<DeploymentRef>,
     /// Namespaces to watch, comma-separated; all when empty.
-    #[arg(long, env = "PIPEWARDEN_NAMESPACES", value_delimiter = ',')]
+    #[arg(
+        help_heading = "Controller",
+        long,
+        env = "PIPEWARDEN_NAMESPACES",
+        value_delimiter = ','
+    )]
     pub namespaces: Vec<String>,
     /// Decisions and writes in flight at once, per loop.
-    #[arg(long, env = "PIPEWARDEN_CONCURRENCY", default_value_t = 8)]
+    #[arg(
+        help_heading = "Controller",
+        long,
+        env = "PIPEWARDEN_CONCURRENCY",
+        default_value_t = 8
+    )]
     pub concurrency: usize,
     /// Address for /healthz, /readyz and /metrics.
-    #[arg(long, env = "PIPEWARDEN_HTTP_ADDR", default_value = "0.0.0.0:9090")]
+    #[arg(
+        help_heading = "HTTP",
+        long,
+        env = "PIPEWARDEN_HTTP_ADDR",
+        default_value = "0.0.0.0:9090"
+    )]
     pub http_addr: SocketAddr,
     /// How often to look for a changed policy, settings or pin file; 0 turns reloading off.
-    #[arg(long, env = "PIPEWARDEN_POLICY_RELOAD_SECONDS", default_value_t = 10)]
+    #[arg(
+        help_heading = "Policy",
+        long,
+        env = "PIPEWARDEN_POLICY_RELOAD_SECONDS",
+        default_value_t = 10
+    )]
     pub policy_reload_seconds: u64,
     /// How long a loop's watch may keep failing before /readyz reports the loop unready.
-    #[arg(long, env = "PIPEWARDEN_WATCH_GRACE", default_value = "30s", value_parser = humantime_secs)]
+    #[arg(help_heading = "Controller", long, env = "PIPEWARDEN_WATCH_GRACE", default_value = "30s", value_parser = parse_duration)]
     pub watch_grace: std::time::Duration,
     /// Handle only this shard of the SWFs and Workflows, `INDEX/COUNT` (e.g. 0/2): those whose
     /// uid hashes to INDEX. Each shard elects its leader on a Lease of its own.
-    #[arg(long, env = "PIPEWARDEN_SHARD", value_parser = Shard::parse)]
+    #[arg(help_heading = "Controller", long, env = "PIPEWARDEN_SHARD", value_parser = Shard::parse)]
     pub shard: Option<Shard>,
     #[command(flatten)]
     pub leader: LeaderArgs,

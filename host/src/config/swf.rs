@@ -2,12 +2,13 @@
 
 use std::time::Duration;
 
-use super::duration::humantime_secs;
+use super::duration::parse_duration;
 use super::floor::{Floor, SECOND};
 use crate::engine::RebuildPolicy;
 use crate::swf::{REBUILD_POLICY_ENV, parse_rebuild_policy};
 
 #[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "SWF loop")]
 pub struct SwfArgs {
     /// Run the SWF loop (watches kubeflow.org ScheduledWorkflows); turn off where KFP is not
     /// installed.
@@ -32,7 +33,7 @@ pub struct SwfArgs {
     #[arg(long, env = "PIPEWARDEN_KFP_API_CA_FILE", requires = "kfp_api_url")]
     pub kfp_api_ca_file: Option<std::path::PathBuf>,
     /// How often to ask the KFP apiserver for its version.
-    #[arg(long, env = "PIPEWARDEN_KFP_API_POLL", default_value = "60s", value_parser = humantime_secs)]
+    #[arg(long, env = "PIPEWARDEN_KFP_API_POLL", default_value = "60s", value_parser = parse_duration)]
     pub kfp_api_poll: Duration,
     /// A version the KFP apiserver reports (a distribution's own string) and the KFP release to
     /// compile for when it does: `REPORTED=RELEASE`, comma-separated, e.g.
@@ -44,7 +45,7 @@ pub struct SwfArgs {
     #[arg(long, env = "PIPEWARDEN_SWF_WRITES_PER_HOUR", default_value_t = 6)]
     pub swf_writes_per_hour: usize,
     /// How often every SWF is reconciled again, changed or not.
-    #[arg(long, env = "PIPEWARDEN_SWF_RESYNC", default_value = "10m", value_parser = humantime_secs)]
+    #[arg(long, env = "PIPEWARDEN_SWF_RESYNC", default_value = "10m", value_parser = parse_duration)]
     pub swf_resync: Duration,
 }
 

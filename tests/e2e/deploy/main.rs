@@ -1,7 +1,8 @@
 //! End-to-end tests of what `deploy/` and the image ship: the manifests applied to the local
-//! control plane, RBAC, readiness, variants, policy swaps, the README's ship commands, the demo.
+//! control plane, RBAC, readiness, variants, policy swaps, the commands the docs give, the demo.
 
 mod demo_output;
+mod doc_commands;
 mod first_install;
 mod image_registry;
 mod manifests;
@@ -9,5 +10,4 @@ mod plan;
 mod policy_swap;
 mod rbac;
 mod readiness;
-mod readme_ship;
 mod variants;

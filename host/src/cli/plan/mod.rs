@@ -291,6 +291,9 @@ pub fn table_text(report: &Report) -> String {
     text.push_str(&swfs.render());
     text.push_str(&counts("SWFs", report.swfs.iter().map(|r| r.plan), 0));
     text.push_str(&diffs);
+    if !text.ends_with("\n\n") {
+        text.push('\n');
+    }
     let mut workflows = Table::new(&["WORKFLOW", "PHASE", "FINISHED", "PLAN", "REASON"]);
     for row in &report.workflows {
         workflows.row(vec![
@@ -301,7 +304,6 @@ pub fn table_text(report: &Report) -> String {
             row.reason.clone(),
         ]);
     }
-    text.push('\n');
     text.push_str(&workflows.render());
     let plans = report.workflows.iter().map(|r| r.plan);
     text.push_str(&counts(

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::config::duration::show_duration;
 use crate::engine::{Eligibility, RebuildPolicy};
 use crate::exit::claim::Claim;
 use crate::exit::event::WorkflowFacts;
@@ -137,9 +138,9 @@ fn notification_plan(
         Plan::TooOld => (
             "skip",
             format!(
-                "finished more than {:?} before now (--exit-catchup-window): it would be \
+                "finished more than {} before now (--exit-catchup-window): it would be \
                  reported, not notified",
-                rules.catch_up
+                show_duration(rules.catch_up)
             ),
         ),
         Plan::Unconfirmed(reason) => ("not confirmed", reason),

@@ -1,4 +1,4 @@
-//! The case file format of `pipewarden test` (documented in `docs/policy-tests.md`): parsed
+//! The case file format of `pipewarden test` (documented in `docs/author/policy-tests.md`): parsed
 //! and checked whole before any case runs, so a malformed file names the file, the case and
 //! the problem, and no half-run is printed.
 

@@ -1,6 +1,6 @@
 //! `pipewarden test`: run case files against a policy through the same engine and decision
 //! code as `run`, one row per case. Exit status 0 when every case passes, 1 when any fails, 2
-//! when a case file is malformed (nothing runs then). The format is `docs/policy-tests.md`.
+//! when a case file is malformed (nothing runs then). The format is `docs/author/policy-tests.md`.
 
 mod cases;
 pub mod format;
