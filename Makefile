@@ -53,7 +53,7 @@ toolchain:
 	@command -v go >/dev/null || { echo "go not found: the control plane is built with Go 1.24 or newer" >&2; exit 1; }
 	$(call phase,toolchain,rustup target add $(POLICY_TARGET))
 
-# etcd + kube-apiserver (and kustomize, registry, crane, cosign, Argo v4.0.7's workflow controller,
+# etcd + kube-apiserver (and kustomize, Helm, registry, crane, cosign, Argo v4.0.7's workflow controller,
 # argo retry, kwok) from the pinned Go modules; skipped when prebuilt ones are supplied.
 control-plane:
 ifdef PIPEWARDEN_CONTROL_PLANE_BIN

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver, kustomize, the OCI registry, crane, cosign, Argo Workflows v4's
+# Builds etcd, kube-apiserver, kustomize, Helm, the OCI registry, crane, cosign, Argo Workflows v4's
 # workflow controller and `argo retry`, and kwok from the pinned Go wrapper modules beside this
 # script, and copies Argo's CRDs out of the same module.
 # Output: $PIPEWARDEN_CONTROL_PLANE_CACHE (default <repo>/.cache/bin). A binary is rebuilt only
@@ -94,6 +94,17 @@ build kube-apiserver "$apiserver_dir" k8s.io/kubernetes k8s.io/kubernetes/cmd/ku
 
 # kustomize renders deploy/ for the manifest tests.
 build kustomize "$here/kustomize" sigs.k8s.io/kustomize/kustomize/v5 sigs.k8s.io/kustomize/kustomize/v5
+
+# Helm lints and renders deploy/helm/pipewarden; the ldflags are Helm's own release build's (its
+# version, and the Kubernetes version its client-go speaks as the default capabilities).
+helm_version="$(pinned "$here/helm" helm.sh/helm/v3)"
+client_go="$(pinned "$here/helm" k8s.io/client-go)" # v0.MINOR.PATCH is Kubernetes 1.MINOR
+client_go_minor="${client_go#v0.}" client_go_minor="${client_go_minor%%.*}"
+helm_ldflags="-X helm.sh/helm/v3/internal/version.version=$helm_version -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+for pkg in pkg/lint/rules pkg/chartutil; do
+  helm_ldflags+=" -X helm.sh/helm/v3/$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/$pkg.k8sVersionMinor=$client_go_minor"
+done
+build helm "$here/helm" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm "$helm_ldflags"
 
 # A loopback OCI registry (CNCF distribution) for the image and policy-artifact tests, and
 # crane, which `make image` assembles and pushes the image with.
