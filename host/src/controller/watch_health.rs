@@ -34,10 +34,13 @@ impl WatchReporter {
             Some(namespace) => format!("{loop_name}/{namespace}"),
             None => loop_name.to_owned(),
         };
-        // At 0 from the start, so the first error shows in `increase()`.
-        drop(ctx.metrics.watch_errors.get_or_create(&WatchLabel {
+        // At 0 from the start, so the first error shows in `increase()` and a healthy watch
+        // is exported as not failing.
+        let label = WatchLabel {
             watch: watch.clone(),
-        }));
+        };
+        drop(ctx.metrics.watch_errors.get_or_create(&label));
+        ctx.metrics.watch_failing.get_or_create(&label).set(0);
         WatchReporter {
             watch: watch.into(),
             readiness: ctx.readiness.clone(),
@@ -58,6 +61,10 @@ impl WatchReporter {
             .unwrap_or_default();
         let gauge = self.metrics.watch_last_success.get_or_create(&self.label());
         gauge.set(now.as_secs() as i64);
+        self.metrics
+            .watch_failing
+            .get_or_create(&self.label())
+            .set(0);
         if let Some(failed_for) = self.readiness.watch_ok(&self.watch) {
             tracing::info!(watch = %self.watch, failed_for = ?failed_for, "watch listed again; recovered");
         }
@@ -67,6 +74,10 @@ impl WatchReporter {
         let error = describe_watch(error, &self.api_server);
         tracing::warn!(watch = %self.watch, %error, ?retry_in, "watch failed; listing again after a pause");
         self.metrics.watch_errors.get_or_create(&self.label()).inc();
+        self.metrics
+            .watch_failing
+            .get_or_create(&self.label())
+            .set(1);
         self.readiness.watch_failed(&self.watch, error);
     }
 }

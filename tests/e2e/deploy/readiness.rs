@@ -2,7 +2,8 @@
 //! watches work, 503 naming each failing watch (its error and the server's URL go to the log,
 //! not to the port) once they have failed for longer than the grace, and 200 again once they listed again. `/healthz` stays 200
 //! throughout: the process is alive, only not to be trusted. The apiserver is killed and started
-//! again on the same port and etcd, as in a control plane restart.
+//! again on the same port and etcd, as in a control plane restart. `pipewarden_watch_failing`,
+//! which the alerts watch, follows the same state: 0, 1 through the outage, 0 after the relist.
 
 use anyhow::{Result, ensure};
 use pipewarden_tests::ControlPlane;
@@ -33,8 +34,17 @@ async fn readyz_names_the_failing_watches_past_the_grace_and_recovers_after_a_re
     let last_success = |watch: &str| {
         format!("pipewarden_watch_last_success_timestamp_seconds{{watch=\"{watch}\"}}")
     };
+    let failing = |watch: &str| format!("pipewarden_watch_failing{{watch=\"{watch}\"}}");
     let listed_before = scrape(addr, &last_success(&watches[0])).await?;
     ensure!(listed_before > 0.0, "no list recorded for {}", watches[0]);
+    let metrics = http_get(addr, "/metrics").await?.1;
+    for watch in &watches {
+        // Exported at 0 while healthy, so an alert on it has a series to read.
+        ensure!(
+            metrics.contains(&format!("{} 0", failing(watch))),
+            "{metrics}"
+        );
+    }
 
     control_plane.stop_apiserver().await?;
     let unready = pipewarden_tests::wait::until("/readyz to fail", WAIT, || async {
@@ -46,6 +56,12 @@ async fn readyz_names_the_failing_watches_past_the_grace_and_recovers_after_a_re
     })
     .await?;
     println!("/readyz during the outage (503):\n{unready}");
+    for watch in &watches {
+        ensure!(
+            scrape(addr, &failing(watch)).await? == 1.0,
+            "{watch}: not failing"
+        );
+    }
     ensure!(unready.contains("(grace 2s)"), "{unready}");
     // The error, with the server's URL, is the log's, not anyone's who can reach the port.
     ensure!(!unready.contains(&url), "{unready}");
@@ -69,6 +85,10 @@ async fn readyz_names_the_failing_watches_past_the_grace_and_recovers_after_a_re
         ensure!(
             scrape(addr, &series).await? > 0.0,
             "{watch}: no error counted"
+        );
+        ensure!(
+            scrape(addr, &failing(watch)).await? == 0.0,
+            "{watch}: still failing"
         );
     }
     replica.stop().await;

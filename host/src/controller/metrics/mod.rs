@@ -101,6 +101,9 @@ pub struct Metrics {
     pub watch_last_success: Family<WatchLabel, Gauge>,
     /// Watch failures (each followed by a pause and a fresh list), by watch.
     pub watch_errors: Family<WatchLabel, Counter>,
+    /// 1 from a watch's failure until its next complete list, else 0: what alerts watch, as
+    /// the last success ages on a quiet cluster while the watch is healthy.
+    pub watch_failing: Family<WatchLabel, Gauge>,
     /// 1 for the target version in force, labelled with whether the policy supports it.
     pub target_info: Family<TargetLabels, Gauge>,
     /// build_info, policy_info, mode_info, shard_info.
@@ -244,6 +247,12 @@ impl Metrics {
             "Watch failures, each followed by a pause and a fresh list",
             watch_errors.clone(),
         );
+        let watch_failing = Family::<WatchLabel, Gauge>::default();
+        registry.register(
+            "watch_failing",
+            "1 while a watch is failing (from an error until its next complete list)",
+            watch_failing.clone(),
+        );
         let target_info = Family::<TargetLabels, Gauge>::default();
         registry.register(
             "target_info",
@@ -275,6 +284,7 @@ impl Metrics {
             scale,
             watch_last_success,
             watch_errors,
+            watch_failing,
             target_info,
             info,
         }
