@@ -11,6 +11,7 @@ pub mod policy_handle;
 pub mod policy_reload;
 pub mod settings_source;
 pub mod swf;
+pub mod tls;
 pub mod watch_health;
 
 use std::net::SocketAddr;
@@ -131,6 +132,8 @@ pub async fn start(args: RunArgs, client: kube::Client) -> anyhow::Result<Contro
 pub struct Hooks {
     /// Workflow events merged into the exit gate's watch stream, e.g. stale copies.
     pub exit_events: Option<tokio::sync::mpsc::Receiver<exit_gate::InjectedEvent>>,
+    /// Told `namespace/name` of each SWF decision, in the order they were made.
+    pub swf_decisions: Option<tokio::sync::mpsc::UnboundedSender<String>>,
 }
 
 /// [`start`] with test [`Hooks`].
@@ -179,7 +182,7 @@ pub async fn start_with(
         .await
         .with_context(|| format!("cannot listen on {}", args.http_addr))?;
     let http_addr = listener.local_addr()?;
-    let swf_loop = swf::prepare(&ctx, args.swf)?;
+    let swf_loop = swf::prepare(&ctx, args.swf, hooks.swf_decisions)?;
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(health::serve(
         listener,

@@ -1,10 +1,12 @@
 //! End-to-end tests of the ScheduledWorkflow loop on the local control plane (etcd and
 //! kube-apiserver built from Go modules, the upstream CRDs): rebuilds, KFP's own compiles, restores,
-//! conflicts, policies and a busy node. One binary; each module was a binary of its own before.
+//! conflicts, policies, a busy node and the order of a long pass. One binary; each module was a
+//! binary of its own before.
 
 mod busy_node;
 mod conflicts;
 mod kfp_tls;
+mod order;
 mod policies;
 mod rebuild;
 mod releases;

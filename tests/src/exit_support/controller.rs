@@ -60,6 +60,7 @@ impl Controller {
         let (inject, events) = mpsc::channel(1024);
         let hooks = Hooks {
             exit_events: Some(events),
+            ..Hooks::default()
         };
         let handle = start_with(args, client, hooks).await?;
         crate::wait::until("the controller to be ready", WAIT, || async {

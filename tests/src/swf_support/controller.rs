@@ -78,6 +78,33 @@ impl ControllerArgs {
         self.start_on(control_plane, true).await
     }
 
+    /// Starts it on a client whose every answer comes `delay` late (a slow API server), telling
+    /// the returned receiver `namespace/name` of each SWF decision in the order they are made.
+    pub async fn start_reporting_decisions(
+        &self,
+        control_plane: &ControlPlane,
+        delay: std::time::Duration,
+    ) -> Result<(Running, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+        super::init_logs();
+        let requests = RequestLog::default();
+        let slow = tower::util::MapFutureLayer::new(move |answer| async move {
+            let answer = answer.await;
+            tokio::time::sleep(delay).await;
+            answer
+        });
+        let client = ClientBuilder::try_from(control_plane.config().clone())?
+            .with_layer(&slow)
+            .with_layer(&requests.layer())
+            .build();
+        let (tell, decisions) = tokio::sync::mpsc::unbounded_channel();
+        let hooks = pipewarden::controller::Hooks {
+            swf_decisions: Some(tell),
+            ..Default::default()
+        };
+        let handle = pipewarden::controller::start_with(self.parse()?, client, hooks).await?;
+        Ok((Running { handle, requests }, decisions))
+    }
+
     async fn start_on(&self, control_plane: &ControlPlane, conflicting: bool) -> Result<Running> {
         super::init_logs();
         let requests = RequestLog::default();
@@ -172,8 +199,23 @@ impl RequestLog {
     /// A client for `config` that logs here before sending; `conflicting` answers every SWF
     /// patch with 409 instead of sending it.
     pub fn client(&self, config: kube::Config, conflicting: bool) -> Result<kube::Client> {
+        let layer = self.layer();
+        let builder = ClientBuilder::try_from(config)?;
+        Ok(if conflicting {
+            let builder = builder.with_layer(&always_conflict());
+            builder.with_layer(&layer).build()
+        } else {
+            builder.with_layer(&layer).build()
+        })
+    }
+
+    /// The layer that logs each request here.
+    fn layer(
+        &self,
+    ) -> tower::util::MapRequestLayer<impl Fn(http::Request<Body>) -> http::Request<Body> + Clone + use<>>
+    {
         let log = self.0.clone();
-        let layer = tower::util::MapRequestLayer::new(move |request: http::Request<Body>| {
+        tower::util::MapRequestLayer::new(move |request: http::Request<Body>| {
             let target = request
                 .uri()
                 .path_and_query()
@@ -183,13 +225,6 @@ impl RequestLog {
                 .expect("request log")
                 .push((request.method().clone(), target));
             request
-        });
-        let builder = ClientBuilder::try_from(config)?;
-        Ok(if conflicting {
-            let builder = builder.with_layer(&always_conflict());
-            builder.with_layer(&layer).build()
-        } else {
-            builder.with_layer(&layer).build()
         })
     }
 

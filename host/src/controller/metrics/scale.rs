@@ -18,6 +18,8 @@ pub struct ScaleMetrics {
     pub swf_own_writes_seen: Counter,
     /// Per-SWF Events not created because the Event queue was full, by reason.
     pub swf_events_dropped: Family<ReasonLabel, Counter>,
+    /// Due resyncs put off while SWFs not yet decided under what is in force wait.
+    pub swf_resyncs_deferred: Counter,
 }
 
 impl ScaleMetrics {
@@ -42,6 +44,11 @@ impl ScaleMetrics {
             "swf_events_dropped",
             "Per-SWF Events not created because the Event queue was full",
             metrics.swf_events_dropped.clone(),
+        );
+        registry.register(
+            "swf_resyncs_deferred",
+            "Due SWF resyncs put off while SWFs never decided under the policy and target in force wait",
+            metrics.swf_resyncs_deferred.clone(),
         );
         metrics
     }

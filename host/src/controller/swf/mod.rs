@@ -3,6 +3,7 @@
 //! render differs (see `crate::swf::plan`), writing spec and annotations only.
 
 mod adaptive;
+mod decided;
 mod event_limit;
 mod event_queue;
 mod own_writes;
@@ -66,6 +67,12 @@ pub(crate) struct SwfLoop {
     target_status: report::TargetStatus,
     /// Writes per SWF per hour.
     write_budget: write_budget::WriteBudget,
+    /// What was decided under what is in force: due resyncs wait for the undecided.
+    decided: decided::Decided,
+    /// The loop's stores (its shard's SWFs), once the controllers exist.
+    stores: std::sync::OnceLock<Vec<reflector::Store<packed::PackedSwf>>>,
+    /// Told `namespace/name` of each decision, in order (tests).
+    decisions: Option<tokio::sync::mpsc::UnboundedSender<String>>,
 }
 
 impl SwfLoop {
@@ -97,6 +104,9 @@ impl SwfLoop {
             )),
             target_status: report::TargetStatus::default(),
             write_budget: write_budget::WriteBudget::new(writes_per_hour, WRITE_BUDGET_WINDOW),
+            decided: decided::Decided::default(),
+            stores: std::sync::OnceLock::new(),
+            decisions: None,
             ctx: ctx.clone(),
         };
         (swf_loop, event_drain)
@@ -108,6 +118,7 @@ impl SwfLoop {
 pub fn prepare(
     ctx: &Context,
     args: SwfArgs,
+    decisions: Option<tokio::sync::mpsc::UnboundedSender<String>>,
 ) -> anyhow::Result<Option<impl Future<Output = anyhow::Result<()>> + use<>>> {
     if !args.enabled {
         return Ok(None);
@@ -118,10 +129,15 @@ pub fn prepare(
         .map(|url| HealthPoller::new(url, args.kfp_api_ca_file.as_deref()))
         .transpose()?;
     ctx.readiness.expect(READINESS);
-    Ok(Some(run(ctx.clone(), args, poller)))
+    Ok(Some(run(ctx.clone(), args, poller, decisions)))
 }
 
-async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyhow::Result<()> {
+async fn run(
+    ctx: Context,
+    args: SwfArgs,
+    poller: Option<HealthPoller>,
+    decisions: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+) -> anyhow::Result<()> {
     // Learn the target before the first pass, so SWFs are not rendered twice on start-up.
     let initial = match &poller {
         Some(poller) => poller.fetch().await.unwrap_or_else(|error| {
@@ -139,13 +155,14 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
     );
     ctx.metrics.set_target(initial.as_deref(), None);
     let (target_tx, target_rx) = watch::channel(initial);
-    let (swf_loop, event_drain) = SwfLoop::new(
+    let (mut swf_loop, event_drain) = SwfLoop::new(
         &ctx,
         args.rebuild_policy,
         target_rx.clone(),
         args.swf_resync,
         args.swf_writes_per_hour,
     );
+    swf_loop.decisions = decisions;
     let swf_loop = Arc::new(swf_loop);
     let apis: Vec<Api<DynamicObject>> = if ctx.namespaces.is_empty() {
         vec![Api::all_with(ctx.client.clone(), &swf_loop.resource)]
@@ -189,6 +206,7 @@ async fn run(ctx: Context, args: SwfArgs, poller: Option<HealthPoller>) -> anyho
                 }),
         );
     }
+    let _ = swf_loop.stores.set(stores.clone());
     let synced = async {
         for store in stores {
             // Only fails if the reflector is gone, and then the loop is gone too.

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::SwfLoop;
 use super::adaptive::throttled_for;
+use super::own_writes::Fingerprint;
 use super::packed::{PackError, PackedSwf};
 use super::report::{PolicyId, report};
 use crate::controller::api_error::{describe, describe_watch};
@@ -60,6 +61,11 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
         lp.ctx.metrics.scale.swf_own_writes_seen.inc();
         return Ok(requeue);
     }
+    let key = format!("{namespace}/{name}");
+    if waits_for_undecided(&lp, &key, rv, fingerprint) {
+        lp.ctx.metrics.scale.swf_resyncs_deferred.inc();
+        return Ok(requeue);
+    }
     let mut permit = lp.permits.acquire().await;
     let swf = Arc::new(packed.unpack()?);
     let api: Api<DynamicObject> =
@@ -72,6 +78,7 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
     let mut attempts = 0;
     loop {
         let (planned, policy) = plan_for(&lp, &live).await;
+        decided(&lp, &key, &live, fingerprint);
         let Some(desired) = planned.desired() else {
             let again = match &planned {
                 SwfOutcome::Failed { kind, .. } if TRANSIENT_POLICY_ERRORS.contains(kind) => {
@@ -91,7 +98,6 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
         if !lp.ctx.may_write() {
             return Ok(requeue);
         }
-        let key = format!("{namespace}/{name}");
         if !lp.write_budget.allows(&key, std::time::Instant::now()) {
             let outcome = SwfOutcome::WriteLoop {
                 writes: lp.write_budget.limit(),
@@ -112,6 +118,7 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
                 lp.write_budget.record(&key, std::time::Instant::now());
                 if let Some(rv) = written.metadata.resource_version.as_deref() {
                     lp.own_writes.remember(&namespace, &name, rv, fingerprint);
+                    lp.decided.record(&key, rv, fingerprint);
                 }
                 report(&lp, &swf, &policy, &planned).await;
                 return Ok(requeue);
@@ -132,6 +139,7 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
                 match api.get_opt(&name).await? {
                     Some(fresh) => live = as_value(&fresh)?,
                     None => {
+                        lp.decided.forget(&key);
                         report(&lp, &swf, &policy, &SwfOutcome::Gone).await;
                         return Ok(Action::await_change());
                     }
@@ -139,6 +147,7 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
             }
             Err(kube::Error::Api(status)) if status.is_not_found() => {
                 count_write(&lp, "gone");
+                lp.decided.forget(&key);
                 report(&lp, &swf, &policy, &SwfOutcome::Gone).await;
                 return Ok(Action::await_change());
             }
@@ -158,6 +167,36 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
                 return Err(error.into());
             }
         }
+    }
+}
+
+/// A due resync of an SWF decided under what is in force, while others are not decided yet.
+fn waits_for_undecided(lp: &SwfLoop, key: &str, rv: &str, fingerprint: Fingerprint) -> bool {
+    if !lp.decided.is_repeat(key, rv, fingerprint) {
+        return false;
+    }
+    let Some(stores) = lp.stores.get() else {
+        return false;
+    };
+    let known = stores.iter().map(|store| store.len()).sum();
+    let present = |key: &str| {
+        let (namespace, name) = key.split_once('/').unwrap_or_default();
+        let object = ObjectRef::new_with(name, lp.resource.clone()).within(namespace);
+        stores.iter().any(|store| store.get(&object).is_some())
+    };
+    let decided = lp.decided.count(fingerprint, known, present);
+    super::decided::waits(true, known, decided)
+}
+
+/// Records the decision on `live` (and tells the test hook).
+fn decided(lp: &SwfLoop, key: &str, live: &Value, fingerprint: Fingerprint) {
+    let rv = live
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    lp.decided.record(key, rv, fingerprint);
+    if let Some(decisions) = &lp.decisions {
+        let _ = decisions.send(key.to_owned());
     }
 }
 

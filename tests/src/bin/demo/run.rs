@@ -40,6 +40,7 @@ pub async fn start(client: Client) -> Result<Running> {
     let (inject, events) = mpsc::channel(16);
     let hooks = Hooks {
         exit_events: Some(events),
+        ..Hooks::default()
     };
     let handle = start_with(args, client, hooks).await?;
     pipewarden_tests::wait::until("the controller to be ready", WAIT, || async {
