@@ -5,6 +5,8 @@
 //! one decision, never the process.
 
 pub mod bindings;
+#[cfg(test)]
+mod bounds_tests;
 mod budget;
 mod cache;
 mod decisions;
@@ -291,13 +293,19 @@ fn new_engine(options: &PolicyOptions) -> Result<Engine, LoadError> {
     let slots = options.max_concurrent_calls.max(1);
     let per_slot = options.max_core_instances.max(1);
     let (resident_bytes, pagemap_scan) = slot_reset(options);
+    let memories_per_slot = per_slot.div_ceil(4).max(4);
+    let tables_per_slot = per_slot.max(8) / 2;
     let mut pool = PoolingAllocationConfig::default();
     // A Rust wasip2 component holds a handful of core instances, memories and tables; one
     // carrying an interpreter (componentize-py, ComponentizeJS) more, each table a module's.
+    // The per-component caps keep one guest from taking the slots of every other decision.
     pool.total_component_instances(slots)
         .total_core_instances(slots * per_slot)
-        .total_memories(slots * per_slot.div_ceil(4).max(4))
-        .total_tables(slots * per_slot.max(8) / 2)
+        .total_memories(slots * memories_per_slot)
+        .total_tables(slots * tables_per_slot)
+        .max_core_instances_per_component(per_slot)
+        .max_memories_per_component(memories_per_slot)
+        .max_tables_per_component(tables_per_slot)
         .total_stacks(slots)
         .max_memory_size(options.memory_limit.next_multiple_of(64 << 10))
         // Reset a slot's pages in place instead of releasing them with madvise: a fresh

@@ -14,6 +14,10 @@ use super::ticker::CallClock;
 /// Bytes of guest stdout/stderr and log text kept per call; the rest is dropped.
 const GUEST_OUTPUT_BUDGET: usize = 64 * 1024;
 
+/// The most one `wasi:random` call may ask for: seeding a hash map or an interpreter needs
+/// tens of bytes, and the host allocates whatever is asked before the guest sees it.
+pub(crate) const MAX_RANDOM_BYTES: u64 = 4 * 1024;
+
 pub(crate) struct StoreState {
     wasi: WasiCtx,
     table: ResourceTable,
@@ -39,14 +43,12 @@ impl StoreState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
+            .max_random_size(MAX_RANDOM_BYTES)
             .build();
         StoreState {
             wasi,
             table: ResourceTable::new(),
-            memory: MemoryCap {
-                limit: memory_limit,
-                exceeded: false,
-            },
+            memory: MemoryCap::new(memory_limit),
             stdout,
             stderr,
             log_budget: GUEST_OUTPUT_BUDGET,
@@ -117,31 +119,49 @@ impl host::Host for StoreState {
 
 impl super::bindings::pipewarden::policy::types::Host for StoreState {}
 
-/// Caps guest linear memory; remembers that the cap was hit so the trap is reported as
-/// out-of-memory rather than a generic trap.
+/// Caps the guest's linear memories together (a component may hold several); remembers that
+/// the cap was hit so the trap is reported as out-of-memory rather than a generic trap.
 pub(crate) struct MemoryCap {
     limit: usize,
+    /// Bytes of all memories of the store, as granted.
+    used: usize,
     pub(crate) exceeded: bool,
 }
 
 impl MemoryCap {
+    pub(crate) fn new(limit: usize) -> Self {
+        MemoryCap {
+            limit,
+            used: 0,
+            exceeded: false,
+        }
+    }
+
     pub(crate) fn limit(&self) -> usize {
         self.limit
+    }
+
+    /// Grants growing one memory from `current` to `desired` bytes if all of them together
+    /// stay within the limit. A new memory grows from 0.
+    fn grant(&mut self, current: usize, desired: usize) -> bool {
+        let total = (self.used - current.min(self.used)).saturating_add(desired);
+        if total > self.limit {
+            self.exceeded = true;
+            return false;
+        }
+        self.used = total;
+        true
     }
 }
 
 impl ResourceLimiter for MemoryCap {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.limit {
-            self.exceeded = true;
-            return Ok(false);
-        }
-        Ok(true)
+        Ok(self.grant(current, desired))
     }
 
     fn table_growing(
@@ -156,3 +176,19 @@ impl ResourceLimiter for MemoryCap {
 
 /// Generous for any real policy; stops a guest from growing tables without bound.
 const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+#[cfg(test)]
+mod tests {
+    use super::MemoryCap;
+
+    #[test]
+    fn the_memories_of_one_guest_share_one_cap() {
+        let mut cap = MemoryCap::new(64 << 20);
+        assert!(cap.grant(0, 40 << 20), "a first memory within the cap");
+        assert!(cap.grant(40 << 20, 48 << 20), "growing it within the cap");
+        assert!(!cap.grant(0, 32 << 20), "a second memory past the cap together");
+        assert!(cap.exceeded);
+        assert!(cap.grant(0, 16 << 20), "a second memory that fits beside the first");
+        assert!(!cap.grant(16 << 20, 17 << 20), "not one byte more");
+    }
+}
