@@ -1,5 +1,5 @@
-//! The compiled-artifact cache: a second load maps the artifact, and a damaged or unchecked
-//! artifact is recompiled rather than trusted.
+//! The compiled-artifact cache: a second load comes from it, and a damaged artifact or one
+//! without its MAC is recompiled rather than trusted.
 
 mod common;
 
@@ -66,8 +66,8 @@ fn a_damaged_artifact_is_recompiled() {
 }
 
 #[test]
-fn an_artifact_without_its_checksum_is_recompiled() {
-    // So is one cached by a version that recorded another kind of checksum.
+fn an_artifact_without_its_mac_is_recompiled() {
+    // So is one cached by a version that recorded a checksum instead.
     let dir = cache_dir("unchecked");
     let options = PolicyOptions {
         cache_dir: Some(dir.clone()),
@@ -77,9 +77,9 @@ fn an_artifact_without_its_checksum_is_recompiled() {
     let checksums: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e != "cwasm"))
+        .filter(|p| p.extension().is_some_and(|e| e == "mac"))
         .collect();
-    assert_eq!(checksums.len(), 1, "one checksum beside the artifact");
+    assert_eq!(checksums.len(), 1, "one MAC beside the artifact");
     std::fs::remove_file(&checksums[0]).unwrap();
 
     let reloaded = Policy::load(&built_policy("kfp-default"), options.clone()).unwrap();

@@ -1,28 +1,42 @@
 //! On-disk cache of compiled policies, keyed by (wasm digest, engine configuration).
 //!
-//! Trust boundary: the cache directory must be writable only by the controller. Each artifact
-//! is checked against its recorded XXH3-128 checksum, then mapped from the file rather than
-//! copied; a torn write or corruption is caught, tampering by someone who can write the
-//! directory is not (a cryptographic digest would not change that, and is slower to compute
-//! over a 36 MB interpreter policy). Artifacts are only ever replaced by rename, so the file
-//! mapped is never rewritten in place.
+//! A compiled artifact is native code, so it is loaded only when it carries a MAC made with
+//! this cache's key over the artifact's bytes, the wasm digest it was compiled from and the
+//! engine's configuration: an artifact copied under another policy's name, damaged, or written
+//! by anyone without the key is a miss and is compiled again. The key is created 0600 in the
+//! cache directory; a directory (or key) that is not the process user's own, or that others
+//! may write, turns the cache off with a warning. The bytes checked are the bytes loaded.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::{Read, Write};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
+use ring::hmac;
 use wasmtime::Engine;
 use wasmtime::component::Component;
-use xxhash_rust::xxh3::{Xxh3, xxh3_128};
+
+const KEY_FILE: &str = "cache.key";
+const KEY_BYTES: usize = 32;
+/// Separates what the MAC covers; a new format gets a new tag.
+const MAC_TAG: &[u8] = b"pipewarden compiled policy v1\0";
 
 pub(crate) struct ArtifactCache {
     dir: PathBuf,
+    /// None when the directory cannot be trusted: every load compiles.
+    key: Option<hmac::Key>,
 }
 
 impl ArtifactCache {
     pub(crate) fn new(dir: &Path) -> Self {
+        let key = open_key(dir)
+            .inspect_err(|error| {
+                tracing::warn!(dir = %dir.display(), %error, "compiled-policy cache off; compiling on every load");
+            })
+            .ok();
         ArtifactCache {
             dir: dir.to_path_buf(),
+            key,
         }
     }
 
@@ -33,28 +47,31 @@ impl ArtifactCache {
             .join(format!("{hex}-{}.cwasm", engine_fingerprint(engine)))
     }
 
-    /// A previously compiled component, or None if absent, corrupt or made by another engine.
+    /// A previously compiled component, or None if absent, not authentic or made by another
+    /// engine.
     pub(crate) fn load(&self, engine: &Engine, wasm_digest: &str) -> Option<Component> {
+        let key = self.key.as_ref()?;
         let path = self.artifact_path(engine, wasm_digest);
-        let recorded = std::fs::read_to_string(checksum_path(&path)).ok()?;
-        let actual = match checksum_file(&path) {
-            Ok(actual) => actual,
+        let recorded = std::fs::read_to_string(mac_path(&path)).ok()?;
+        let recorded = hex::decode(recorded.trim()).ok()?;
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
             Err(error) => {
                 tracing::warn!(path = %path.display(), %error, "cannot read compiled policy; recompiling");
                 return None;
             }
         };
-        if recorded.trim() != actual {
-            tracing::warn!(path = %path.display(), "compiled policy failed its checksum; recompiling");
+        let message = mac_input(engine, wasm_digest);
+        if verify(key, &message, &bytes, &recorded).is_err() {
+            tracing::warn!(path = %path.display(), "compiled policy failed its MAC; recompiling");
             return None;
         }
-        // SAFETY: the file was produced by `Component::serialize` of this engine configuration
-        // (its name carries the engine fingerprint, and wasmtime re-checks compatibility),
-        // written by this controller into its own cache directory, and matched the checksum
-        // recorded beside it. Artifacts are only replaced by rename, never rewritten in place,
-        // so the mapping keeps the bytes just checked.
-        match unsafe { Component::deserialize_file(engine, &path) } {
+        // SAFETY: these exact bytes carry a MAC under this cache's key (readable only by the
+        // process user) over the engine configuration and the wasm digest: they are what
+        // `Component::serialize` of this engine produced for this policy, and wasmtime checks
+        // compatibility again.
+        match unsafe { Component::deserialize(engine, &bytes) } {
             Ok(component) => Some(component),
             Err(error) => {
                 tracing::warn!(path = %path.display(), %error, "cannot load compiled policy; recompiling");
@@ -65,13 +82,16 @@ impl ArtifactCache {
 
     /// Store a compiled component; failures only cost a recompile next time, so they are logged.
     pub(crate) fn store(&self, engine: &Engine, wasm_digest: &str, component: &Component) {
+        let Some(key) = &self.key else {
+            return;
+        };
         let path = self.artifact_path(engine, wasm_digest);
         let result = component
             .serialize()
             .map_err(|e| std::io::Error::other(e.to_string()))
             .and_then(|bytes| {
-                std::fs::create_dir_all(&self.dir)?;
-                write_atomically(&checksum_path(&path), checksum(&bytes).as_bytes())?;
+                let tag = sign(key, &mac_input(engine, wasm_digest), &bytes);
+                write_atomically(&mac_path(&path), hex::encode(tag).as_bytes())?;
                 write_atomically(&path, &bytes)
             });
         if let Err(error) = result {
@@ -80,30 +100,103 @@ impl ArtifactCache {
     }
 }
 
-fn checksum_path(artifact: &Path) -> PathBuf {
-    artifact.with_extension("cwasm.xxh3")
+fn mac_path(artifact: &Path) -> PathBuf {
+    artifact.with_extension("cwasm.mac")
 }
 
-fn checksum(bytes: &[u8]) -> String {
-    checksum_text(xxh3_128(bytes))
+/// What the MAC covers besides the artifact: the engine and the wasm it was compiled from.
+fn mac_input(engine: &Engine, wasm_digest: &str) -> Vec<u8> {
+    [
+        MAC_TAG,
+        engine_fingerprint(engine).as_bytes(),
+        b"\0",
+        wasm_digest.as_bytes(),
+        b"\0",
+    ]
+    .concat()
 }
 
-fn checksum_text(hash: u128) -> String {
-    format!("{hash:032x}")
+fn sign(key: &hmac::Key, header: &[u8], bytes: &[u8]) -> Vec<u8> {
+    let mut context = hmac::Context::with_key(key);
+    context.update(header);
+    context.update(bytes);
+    context.sign().as_ref().to_vec()
 }
 
-/// The checksum of a file, read in chunks: no buffer the size of the artifact.
-fn checksum_file(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Xxh3::new();
-    let mut chunk = vec![0u8; 1 << 20];
-    loop {
-        let read = file.read(&mut chunk)?;
-        if read == 0 {
-            return Ok(checksum_text(hasher.digest128()));
+/// Compares in constant time, without copying a 36 MB artifact to one slice.
+fn verify(key: &hmac::Key, header: &[u8], bytes: &[u8], tag: &[u8]) -> Result<(), ()> {
+    let expected = sign(key, header, bytes);
+    let differences = expected
+        .iter()
+        .zip(tag)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    (expected.len() == tag.len() && differences == 0)
+        .then_some(())
+        .ok_or(())
+}
+
+/// Creates the cache directory (0700) and its key (0600) if absent, and refuses either when
+/// they are not the process user's own or others may write them.
+fn open_key(dir: &Path) -> std::io::Result<hmac::Key> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let user = effective_uid()?;
+    ensure_private(dir, user, 0o022)?;
+    let path = dir.join(KEY_FILE);
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path);
+    match created {
+        Ok(mut file) => {
+            let key: [u8; KEY_BYTES] = rand::random();
+            file.write_all(&hex::encode(key).into_bytes())?;
+            file.sync_all()?;
         }
-        hasher.update(&chunk[..read]);
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(error),
     }
+    ensure_private(&path, user, 0o077)?;
+    let text = std::fs::read_to_string(&path)?;
+    let key = hex::decode(text.trim())
+        .ok()
+        .filter(|key| key.len() == KEY_BYTES)
+        .ok_or_else(|| std::io::Error::other(format!("{} is not a cache key", path.display())))?;
+    Ok(hmac::Key::new(hmac::HMAC_SHA256, &key))
+}
+
+/// `path` is owned by `user` and has none of the `forbidden` permission bits.
+fn ensure_private(path: &Path, user: u32, forbidden: u32) -> std::io::Result<()> {
+    let metadata = std::fs::symlink_metadata(path)?;
+    if metadata.uid() != user {
+        return Err(std::io::Error::other(format!(
+            "{} belongs to uid {}, not to this process (uid {user})",
+            path.display(),
+            metadata.uid()
+        )));
+    }
+    if metadata.mode() & forbidden != 0 {
+        return Err(std::io::Error::other(format!(
+            "{} has mode {:o}: others may change it",
+            path.display(),
+            metadata.mode() & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+/// The effective uid, from procfs (no libc call needed).
+fn effective_uid() -> std::io::Result<u32> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        .and_then(|uid| uid.parse().ok())
+        .ok_or_else(|| std::io::Error::other("no effective uid in /proc/self/status"))
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -113,7 +206,11 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         std::process::id(),
         rand::random::<u64>()
     ));
-    let mut file = std::fs::File::create(&tmp)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
     file.write_all(bytes)?;
     file.sync_all()?;
     std::fs::rename(&tmp, path)
@@ -125,3 +222,7 @@ fn engine_fingerprint(engine: &Engine) -> String {
     engine.precompile_compatibility_hash().hash(&mut hasher);
     format!("{:016x}", hasher.finish())
 }
+
+#[cfg(test)]
+#[path = "cache_tests.rs"]
+mod tests;

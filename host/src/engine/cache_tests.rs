@@ -1,0 +1,101 @@
+use std::os::unix::fs::PermissionsExt as _;
+
+use super::*;
+
+fn dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "pipewarden-artifact-cache-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Two different components: what a swap would put under the other's name.
+fn components(engine: &Engine) -> (Component, Component) {
+    let one = wat::parse_str("(component (core module (func (export \"one\"))))").unwrap();
+    let two = wat::parse_str("(component (core module (func (export \"two\"))))").unwrap();
+    (
+        Component::new(engine, one).unwrap(),
+        Component::new(engine, two).unwrap(),
+    )
+}
+
+const A: &str = "sha256:aaaa";
+const B: &str = "sha256:bbbb";
+
+#[test]
+fn an_artifact_copied_under_another_policys_name_is_a_miss() {
+    let engine = Engine::default();
+    let dir = dir("swap");
+    let cache = ArtifactCache::new(&dir);
+    let (one, two) = components(&engine);
+    cache.store(&engine, A, &one);
+    cache.store(&engine, B, &two);
+    assert!(cache.load(&engine, A).is_some(), "A as stored");
+
+    // A's artifact and MAC under B's name: B's policy would run A's code.
+    let (a, b) = (
+        cache.artifact_path(&engine, A),
+        cache.artifact_path(&engine, B),
+    );
+    std::fs::copy(&a, &b).unwrap();
+    std::fs::copy(mac_path(&a), mac_path(&b)).unwrap();
+    assert!(cache.load(&engine, B).is_none(), "swapped in: compiled again");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn an_artifact_written_without_the_key_or_damaged_is_a_miss() {
+    let engine = Engine::default();
+    let dir = dir("forged");
+    let cache = ArtifactCache::new(&dir);
+    let (one, two) = components(&engine);
+    cache.store(&engine, A, &one);
+    let path = cache.artifact_path(&engine, A);
+
+    // Someone who can write the directory but not read the key.
+    let other_key = hmac::Key::new(hmac::HMAC_SHA256, &[7; KEY_BYTES]);
+    let forged = two.serialize().unwrap();
+    let tag = sign(&other_key, &mac_input(&engine, A), &forged);
+    std::fs::write(&path, &forged).unwrap();
+    std::fs::write(mac_path(&path), hex::encode(tag)).unwrap();
+    assert!(cache.load(&engine, A).is_none(), "forged");
+
+    cache.store(&engine, A, &one);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    assert!(cache.load(&engine, A).is_none(), "damaged");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_cache_directory_others_may_write_is_not_used() {
+    let engine = Engine::default();
+    let dir = dir("shared");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let cache = ArtifactCache::new(&dir);
+    let (one, _) = components(&engine);
+    cache.store(&engine, A, &one);
+    assert!(!cache.artifact_path(&engine, A).exists(), "nothing stored");
+    assert!(cache.load(&engine, A).is_none());
+    let error = open_key(&dir).err().expect("refused").to_string();
+    assert!(error.contains("others may change it"), "{error}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_key_is_the_process_users_alone() {
+    let dir = dir("key");
+    ArtifactCache::new(&dir);
+    let key = std::fs::metadata(dir.join(KEY_FILE)).unwrap();
+    assert_eq!(key.mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+    // A key others can read is refused.
+    std::fs::set_permissions(dir.join(KEY_FILE), std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(open_key(&dir).is_err());
+    std::fs::remove_dir_all(dir).unwrap();
+}
