@@ -106,7 +106,7 @@ async fn deliver_all(hanging_percent: usize) -> Run {
 
     let metrics = Arc::new(Metrics::new());
     let (delivery, pools) = Delivery::new(
-        Webhook::new(&url).expect("webhook"),
+        Webhook::new(&url, &Default::default()).expect("webhook"),
         CONCURRENCY,
         QUEUE,
         metrics.clone(),

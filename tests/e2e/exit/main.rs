@@ -1,8 +1,10 @@
 //! End-to-end tests of the exit gate on the local control plane: one notification per
-//! completion, restarts, load, faults at every step of the action path, and delivery.
+//! completion, restarts, load, faults at every step of the action path, delivery, and what a
+//! receiver can check.
 
 mod delivery;
 mod faults;
 mod gate;
 mod load;
 mod restart;
+mod trust;

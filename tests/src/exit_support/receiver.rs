@@ -23,6 +23,8 @@ pub struct Delivery {
     pub subject: String,
     pub headers: BTreeMap<String, String>,
     pub body: Value,
+    /// The body as received, for checking a signature over it.
+    pub raw: Bytes,
     pub at: Instant,
 }
 
@@ -143,6 +145,7 @@ async fn receive(State(inbox): State<Arc<Inbox>>, headers: HeaderMap, body: Byte
         subject: headers.get("ce-subject").cloned().unwrap_or_default(),
         headers,
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        raw: body,
         at: Instant::now(),
     };
     inbox.seen.lock().expect("inbox").push(delivery.clone());

@@ -41,7 +41,7 @@ use gate::{Claims, Gate, Limits, Queues, Task, Work};
 use tracker::Tracker;
 use watch::Input;
 
-pub use webhook::{PostError, Webhook};
+pub use webhook::{PostError, SIGNATURE_HEADER, Webhook, WebhookOptions, signature};
 
 /// A workflow event handed to the exit loop by a test, beside the watch (see [`super::Hooks`]).
 pub struct InjectedEvent {
@@ -77,6 +77,16 @@ impl Handled {
 
 /// Runs until the watch fails for good or the task is aborted; everything it started stops
 /// with it.
+/// What makes the webhook's requests trustworthy, from the flags.
+pub fn webhook_options(args: &ExitArgs) -> WebhookOptions {
+    WebhookOptions {
+        ca_file: args.exit_webhook_ca_file.clone(),
+        signing_key_file: args.exit_webhook_signing_key_file.clone(),
+        token_file: args.exit_webhook_token_file.clone(),
+        allow_http: args.exit_webhook_allow_http,
+    }
+}
+
 pub async fn run(
     ctx: Context,
     args: ExitArgs,
@@ -86,7 +96,7 @@ pub async fn run(
     let delivery = match &args.exit_webhook_url {
         Some(url) => {
             let (delivery, pools) = Delivery::new(
-                Webhook::new(url)?,
+                Webhook::new(url, &webhook_options(&args))?,
                 args.exit_delivery_concurrency,
                 args.exit_delivery_queue,
                 ctx.metrics.clone(),

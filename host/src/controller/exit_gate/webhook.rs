@@ -6,7 +6,14 @@
 //!
 //! The headers are written by hand, per the CloudEvents 1.0 HTTP binding: the `cloudevents-sdk`
 //! crate would add chrono, snafu, uuid, delegate-attr and async-trait for six headers.
+//!
+//! What lets a receiver trust a request: https (system roots or a CA file), an optional
+//! `X-Pipewarden-Signature: sha256=<hex>` (HMAC-SHA256 of the body) and an optional bearer
+//! token. Key and token are read from their files on every request, so a rotated Secret is
+//! used without a restart. Plain http is refused for hosts that are not loopback unless
+//! allowed (a mesh with mTLS): a token or a signed body would cross the network in the clear.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,7 +34,21 @@ enum Transport {
 pub struct Webhook {
     transport: Transport,
     url: http::Uri,
+    signing_key_file: Option<PathBuf>,
+    token_file: Option<PathBuf>,
 }
+
+/// How requests are made trustworthy to the receiver (`--exit-webhook-*`).
+#[derive(Clone, Debug, Default)]
+pub struct WebhookOptions {
+    pub ca_file: Option<PathBuf>,
+    pub signing_key_file: Option<PathBuf>,
+    pub token_file: Option<PathBuf>,
+    pub allow_http: bool,
+}
+
+/// The header carrying the body's HMAC-SHA256, as `sha256=<hex>`.
+pub const SIGNATURE_HEADER: &str = "x-pipewarden-signature";
 
 /// Why one POST did not deliver.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,25 +72,84 @@ impl std::fmt::Display for PostError {
 }
 
 impl Webhook {
-    pub fn new(url: &str) -> anyhow::Result<Webhook> {
-        let url: http::Uri = url
+    pub fn new(url: &str, options: &WebhookOptions) -> anyhow::Result<Webhook> {
+        let uri: http::Uri = url
             .parse()
             .map_err(|e| anyhow::anyhow!("--exit-webhook-url {url:?}: {e}"))?;
         let builder = Client::builder(TokioExecutor::new());
-        let transport = match url.scheme_str() {
-            Some("http") => Transport::Plain(builder.build_http()),
-            Some("https") => {
-                let connector = HttpsConnectorBuilder::new()
-                    .with_native_roots()
-                    .map_err(|e| anyhow::anyhow!("webhook TLS: {e}"))?
-                    .https_only()
-                    .enable_http1()
-                    .build();
-                Transport::Tls(builder.build(connector))
+        let transport = match (uri.scheme_str(), &options.ca_file) {
+            (Some("http"), Some(_)) => {
+                anyhow::bail!("--exit-webhook-ca-file is given but --exit-webhook-url {url} is not https://")
+            }
+            (Some("http"), None) => {
+                if !options.allow_http && !is_loopback(uri.host().unwrap_or_default()) {
+                    anyhow::bail!(
+                        "--exit-webhook-url {url} is plain http to a host that is not loopback: \
+                         notifications (and a token or signature) would cross the network in \
+                         the clear; use https:// (with --exit-webhook-ca-file for a private CA) \
+                         or pass --exit-webhook-allow-http (e.g. inside a mesh with mTLS)"
+                    );
+                }
+                Transport::Plain(builder.build_http())
+            }
+            (Some("https"), ca_file) => {
+                let connector = HttpsConnectorBuilder::new();
+                let connector = match ca_file {
+                    Some(path) => connector.with_tls_config(crate::controller::tls::trusting(
+                        path,
+                        "--exit-webhook-ca-file",
+                    )?),
+                    None => connector.with_native_roots().map_err(|e| {
+                        anyhow::anyhow!("webhook TLS: {e}; give --exit-webhook-ca-file")
+                    })?,
+                };
+                Transport::Tls(builder.build(connector.https_only().enable_http1().build()))
             }
             _ => anyhow::bail!("--exit-webhook-url must start with http:// or https://"),
         };
-        Ok(Webhook { transport, url })
+        // Unreadable or empty now is a configuration error, not a delivery failure.
+        for (flag, file) in [
+            ("--exit-webhook-signing-key-file", &options.signing_key_file),
+            ("--exit-webhook-token-file", &options.token_file),
+        ] {
+            if let Some(path) = file {
+                read_secret(flag, path)?;
+            }
+        }
+        Ok(Webhook {
+            transport,
+            url: uri,
+            signing_key_file: options.signing_key_file.clone(),
+            token_file: options.token_file.clone(),
+        })
+    }
+
+    /// The request for `body`, signed and authorised as configured.
+    fn request(
+        &self,
+        notification: &Notification,
+        body: Bytes,
+    ) -> Result<http::Request<Full<Bytes>>, PostError> {
+        let secret = |flag, path: &Path| {
+            read_secret(flag, path).map_err(|e| PostError::Transport(format!("{e:#}")))
+        };
+        let mut request = http::Request::post(self.url.clone());
+        for (name, value) in &notification.headers {
+            request = request.header(*name, value.as_str());
+        }
+        if let Some(path) = &self.signing_key_file {
+            let key = secret("--exit-webhook-signing-key-file", path)?;
+            request = request.header(SIGNATURE_HEADER, signature(&key, &body));
+        }
+        if let Some(path) = &self.token_file {
+            let token = secret("--exit-webhook-token-file", path)?;
+            let token = String::from_utf8(token)
+                .map_err(|_| PostError::Transport("the webhook token is not UTF-8".to_owned()))?;
+            request = request.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        request
+            .body(Full::new(body))
+            .map_err(|e| PostError::Transport(format!("cannot build the request: {e}")))
     }
 
     /// POSTs `notification` once; a 2xx answer read to its end within `timeout` delivers it.
@@ -78,13 +158,7 @@ impl Webhook {
         notification: &Notification,
         timeout: Duration,
     ) -> Result<(), PostError> {
-        let mut request = http::Request::post(self.url.clone());
-        for (name, value) in &notification.headers {
-            request = request.header(*name, value.as_str());
-        }
-        let request = request
-            .body(Full::new(Bytes::from(notification.body.to_string())))
-            .map_err(|e| PostError::Transport(format!("cannot build the request: {e}")))?;
+        let request = self.request(notification, Bytes::from(notification.body.to_string()))?;
         let exchange = async {
             let sent = match &self.transport {
                 Transport::Plain(client) => client.request(request).await,
@@ -109,3 +183,33 @@ impl Webhook {
             .unwrap_or(Err(PostError::Timeout(timeout)))
     }
 }
+
+/// `sha256=<hex>` of the HMAC-SHA256 of `body` under `key`.
+pub fn signature(key: &[u8], body: &[u8]) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    format!("sha256={}", hex::encode(ring::hmac::sign(&key, body)))
+}
+
+/// A key or token file's contents, surrounding whitespace trimmed (a Secret made with
+/// `--from-file` often ends in a newline); empty is an error.
+fn read_secret(flag: &str, path: &Path) -> anyhow::Result<Vec<u8>> {
+    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
+    let trimmed = bytes.trim_ascii();
+    if trimmed.is_empty() {
+        anyhow::bail!("{flag} {}: the file is empty", path.display());
+    }
+    Ok(trimmed.to_vec())
+}
+
+/// `localhost`, 127.0.0.0/8 or ::1: traffic that never leaves the node.
+fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+#[path = "webhook_tests.rs"]
+mod tests;

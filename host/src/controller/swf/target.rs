@@ -49,7 +49,7 @@ impl HealthPoller {
             (Some("https"), ca_file) => {
                 let connector = HttpsConnectorBuilder::new();
                 let connector = match ca_file {
-                    Some(path) => connector.with_tls_config(tls_config(path)?),
+                    Some(path) => connector.with_tls_config(crate::controller::tls::trusting(path, "--kfp-api-ca-file")?),
                     None => connector
                         .with_native_roots()
                         .context("--kfp-api-url: no system trust roots; give --kfp-api-ca-file")?,
@@ -126,27 +126,6 @@ pub fn publish(target: &watch::Sender<Option<String>>, version: Option<String>, 
         *current = version;
         true
     });
-}
-
-/// A TLS client trusting only the PEM certificates in `path` (a CA bundle, e.g. the `ca.crt`
-/// of KFP's cert-manager certificate).
-fn tls_config(path: &Path) -> anyhow::Result<rustls::ClientConfig> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject as _;
-    let what = || format!("--kfp-api-ca-file {}", path.display());
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(path).with_context(what)? {
-        roots.add(cert.with_context(what)?).with_context(what)?;
-    }
-    if roots.is_empty() {
-        bail!("{}: no PEM certificate in it", what());
-    }
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .context("TLS versions")?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
 }
 
 #[cfg(test)]

@@ -121,7 +121,7 @@ impl Harness {
             may_write,
         );
         let receiver = Receiver::start(200).await;
-        let webhook = Webhook::new(&receiver.url).unwrap();
+        let webhook = Webhook::new(&receiver.url, &Default::default()).unwrap();
         let (delivery, pools) = Delivery::new(webhook, 4, 16, metrics.clone());
         tokio::spawn(pools.run());
         let limits = Limits {

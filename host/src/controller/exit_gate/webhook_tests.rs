@@ -1,0 +1,117 @@
+use std::sync::{Arc, Mutex};
+
+use super::*;
+
+fn refused(url: &str, options: &WebhookOptions) -> String {
+    match Webhook::new(url, options) {
+        Ok(_) => panic!("{url} with {options:?} was accepted"),
+        Err(error) => format!("{error:#}"),
+    }
+}
+
+fn file(name: &str, contents: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("pipewarden-webhook-{name}-{}", std::process::id()));
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+#[test]
+fn plain_http_is_refused_off_loopback_unless_allowed() {
+    let none = WebhookOptions::default();
+    let error = refused("http://receiver.team-a.svc:8080/", &none);
+    assert!(error.contains("--exit-webhook-allow-http"), "{error}");
+    for loopback in ["http://127.0.0.1:9/", "http://localhost/", "http://[::1]:80/"] {
+        Webhook::new(loopback, &none).unwrap();
+    }
+    let allowed = WebhookOptions {
+        allow_http: true,
+        ..WebhookOptions::default()
+    };
+    Webhook::new("http://receiver.team-a.svc:8080/", &allowed).unwrap();
+    let with_ca = WebhookOptions {
+        ca_file: Some(file("ca", "not a certificate")),
+        ..WebhookOptions::default()
+    };
+    let error = refused("http://127.0.0.1/", &with_ca);
+    assert!(error.contains("is not https://"), "{error}");
+    let error = refused("https://receiver/", &with_ca);
+    assert!(error.contains("no PEM certificate"), "{error}");
+}
+
+#[test]
+fn an_empty_or_missing_key_or_token_file_is_a_configuration_error() {
+    let empty = WebhookOptions {
+        signing_key_file: Some(file("empty-key", "\n")),
+        ..WebhookOptions::default()
+    };
+    let error = refused("http://127.0.0.1/", &empty);
+    assert!(error.contains("--exit-webhook-signing-key-file") && error.contains("empty"), "{error}");
+    let missing = WebhookOptions {
+        token_file: Some("/nonexistent/token".into()),
+        ..WebhookOptions::default()
+    };
+    let error = refused("http://127.0.0.1/", &missing);
+    assert!(error.contains("--exit-webhook-token-file"), "{error}");
+}
+
+type Seen = Arc<Mutex<Vec<(http::HeaderMap, Bytes)>>>;
+
+async fn receiver() -> (String, Seen) {
+    let seen: Seen = Arc::default();
+    let kept = seen.clone();
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |headers: http::HeaderMap, body: Bytes| {
+            kept.lock().unwrap().push((headers, body));
+            async { http::StatusCode::NO_CONTENT }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+fn notification() -> Notification {
+    Notification {
+        key: "uid/1".into(),
+        headers: vec![("ce-id", "uid/1".into())],
+        body: serde_json::json!({"phase": "Failed"}),
+    }
+}
+
+#[tokio::test]
+async fn a_signed_request_verifies_under_the_key_and_carries_the_token_read_per_request() {
+    let (url, seen) = receiver().await;
+    let key = file("key", "s3cret-key\n");
+    let token = file("token", "token-one");
+    let options = WebhookOptions {
+        signing_key_file: Some(key.clone()),
+        token_file: Some(token.clone()),
+        ..WebhookOptions::default()
+    };
+    let webhook = Webhook::new(&url, &options).unwrap();
+    webhook
+        .post(&notification(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    std::fs::write(&token, "token-two").unwrap();
+    webhook
+        .post(&notification(), Duration::from_secs(5))
+        .await
+        .unwrap();
+
+    let seen = seen.lock().unwrap();
+    let (headers, body) = &seen[0];
+    let header = headers[SIGNATURE_HEADER].to_str().unwrap();
+    let tag = hex::decode(header.strip_prefix("sha256=").unwrap()).unwrap();
+    // Checked as a receiver would, with ring's own verify over the bytes received.
+    let verifier = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"s3cret-key");
+    ring::hmac::verify(&verifier, body, &tag).expect("the signature verifies");
+    assert!(
+        ring::hmac::verify(&verifier, b"{\"phase\":\"Succeeded\"}", &tag).is_err(),
+        "and only for this body"
+    );
+    assert_eq!(headers["authorization"], "Bearer token-one");
+    assert_eq!(seen[1].0["authorization"], "Bearer token-two", "a rotated token is used");
+}

@@ -1,0 +1,102 @@
+//! What a receiver can check. Each notification carries `X-Pipewarden-Signature: sha256=<hex>`,
+//! the HMAC-SHA256 of the body under the key in `--exit-webhook-signing-key-file`, and the
+//! bearer token in `--exit-webhook-token-file`. The receiver here checks both as a receiver
+//! would, with an HMAC written from RFC 2104 over SHA-256 (not the controller's code), and
+//! refuses anything else with 401: every completion is accepted on its first request.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, ensure};
+use pipewarden_tests::exit_support::*;
+use pipewarden_tests::shared;
+use sha2::{Digest as _, Sha256};
+
+const KEY: &[u8] = b"receiver-shared-key";
+const TOKEN: &str = "pipewarden-token-1";
+const WORKFLOWS: usize = 3;
+
+/// HMAC-SHA256 per RFC 2104 (a key shorter than the 64-byte block).
+fn hmac_sha256(key: &[u8], message: &[u8]) -> Vec<u8> {
+    let mut block = [0u8; 64];
+    block[..key.len()].copy_from_slice(key);
+    let pad = |byte: u8| block.iter().map(|k| k ^ byte).collect::<Vec<u8>>();
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .to_vec()
+}
+
+fn trusted(delivery: &Delivery) -> bool {
+    let signed = delivery
+        .headers
+        .get("x-pipewarden-signature")
+        .and_then(|value| value.strip_prefix("sha256="))
+        .and_then(|tag| hex::decode(tag).ok())
+        .is_some_and(|tag| tag == hmac_sha256(KEY, &delivery.raw));
+    let authorised = delivery.headers.get("authorization") == Some(&format!("Bearer {TOKEN}"));
+    signed && authorised
+}
+
+#[tokio::test]
+async fn a_receiver_accepts_every_notification_by_its_signature_and_token() -> Result<()> {
+    let control_plane = shared().await?;
+    let client = control_plane.client()?;
+    let namespace = control_plane.ns().await?;
+    let dir = std::env::temp_dir().join(format!("pipewarden-trust-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let (key, token) = (dir.join("key"), dir.join("token"));
+    std::fs::write(&key, KEY)?;
+    // A Secret made with --from-file ends in a newline; it is not part of the token.
+    std::fs::write(&token, format!("{TOKEN}\n"))?;
+    let receiver = Receiver::with(|delivery, _| {
+        if trusted(delivery) {
+            Answer::Status(200)
+        } else {
+            Answer::Status(401)
+        }
+    })
+    .await?;
+    let flags = [
+        receiver.flag(),
+        format!("--exit-webhook-signing-key-file={}", key.display()),
+        format!("--exit-webhook-token-file={}", token.display()),
+    ];
+    let controller = Controller::start(control_plane, &namespace, &flags).await?;
+    let api = workflows(&client, &namespace);
+    let mut keys = Vec::new();
+    for i in 0..WORKFLOWS {
+        let workflow = submit(&api, &format!("signed-{i}")).await?;
+        let workflow = set_phase(&api, &workflow, "Running", None).await?;
+        let done = set_phase(&api, &workflow, "Failed", Some(&timestamp(0))).await?;
+        keys.push(completion_key(&done)?);
+    }
+    pipewarden_tests::wait::until("every completion accepted", WAIT, || async {
+        let accepted = receiver.per_key();
+        Ok(keys.iter().all(|k| accepted.contains_key(k)).then_some(()))
+    })
+    .await?;
+    controller.stop().await;
+
+    let seen = receiver.seen();
+    let refused: Vec<&Delivery> = seen.iter().filter(|d| !trusted(d)).collect();
+    let signatures: BTreeMap<&str, &str> = seen
+        .iter()
+        .filter_map(|d| Some((d.key.as_str(), d.headers.get("x-pipewarden-signature")?.as_str())))
+        .collect();
+    println!(
+        "{} requests for {WORKFLOWS} completions, {} refused by the receiver",
+        seen.len(),
+        refused.len()
+    );
+    ensure!(refused.is_empty(), "refused: {refused:?}");
+    ensure!(seen.len() == WORKFLOWS, "one request per completion: {seen:?}");
+    let distinct: std::collections::BTreeSet<&&str> = signatures.values().collect();
+    ensure!(distinct.len() == WORKFLOWS, "each body has its own signature");
+    std::fs::remove_dir_all(dir)?;
+    Ok(())
+}
