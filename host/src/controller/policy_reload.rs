@@ -5,7 +5,7 @@
 //! refused and the old one keeps serving.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
@@ -57,7 +57,7 @@ pub async fn watch(
     metrics: Arc<Metrics>,
 ) -> anyhow::Result<()> {
     let inputs = Arc::new(inputs);
-    let mut last = loaded_from;
+    let mut schedule = Schedule::new(loaded_from, interval);
     loop {
         tokio::time::sleep(interval).await;
         let settings = match inputs.settings.read().await {
@@ -76,11 +76,9 @@ pub async fn watch(
             let (inputs, text) = (inputs.clone(), settings.text.clone());
             tokio::task::spawn_blocking(move || inputs.fingerprint(&text)).await?
         };
-        // A file briefly missing mid-swap is not a change worth acting on.
-        if now.is_none() || now == last {
+        if !schedule.should_load(now, Instant::now()) {
             continue;
         }
-        last = now;
         let (inputs, metrics_for_load) = (inputs.clone(), metrics.clone());
         let loaded = tokio::task::spawn_blocking(move || {
             let given = inputs.settings.is_given();
@@ -89,17 +87,112 @@ pub async fn watch(
         .await?;
         match loaded {
             Ok(loaded) => {
+                schedule.loaded();
                 let previous = handle.current().policy.digest().to_string();
                 let next = loaded.policy.digest().to_string();
                 handle.swap(loaded);
                 tracing::info!(%previous, %next, "policy swapped");
             }
             Err(error) => {
+                let again = schedule.failed(Instant::now());
                 tracing::error!(
                     error = format!("{error:#}"),
+                    retry_in = ?again,
                     "new policy refused; the previous one keeps serving"
                 );
             }
         }
+    }
+}
+
+/// The longest wait before a failed reload is tried again with the same inputs.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(600);
+
+/// When to load: on each change of the inputs, and after a failure again with the same inputs
+/// (a registry or API server briefly down), waiting twice as long each time up to
+/// [`MAX_RETRY_DELAY`]; a change of the inputs starts over.
+struct Schedule {
+    last: Option<[u8; 32]>,
+    interval: Duration,
+    failures: u32,
+    retry_at: Option<Instant>,
+}
+
+impl Schedule {
+    fn new(loaded_from: Option<[u8; 32]>, interval: Duration) -> Self {
+        Schedule {
+            last: loaded_from,
+            interval,
+            failures: 0,
+            retry_at: None,
+        }
+    }
+
+    /// Whether to load inputs with fingerprint `now` (None: unreadable, e.g. mid-swap).
+    fn should_load(&mut self, now: Option<[u8; 32]>, at: Instant) -> bool {
+        if now.is_none() {
+            return false;
+        }
+        if now != self.last {
+            self.last = now;
+            self.failures = 0;
+            self.retry_at = None;
+            return true;
+        }
+        self.retry_at.is_some_and(|due| at >= due)
+    }
+
+    fn loaded(&mut self) {
+        self.failures = 0;
+        self.retry_at = None;
+    }
+
+    /// Records a failed load; returns the wait before the next try.
+    fn failed(&mut self, at: Instant) -> Duration {
+        self.failures += 1;
+        let delay = self
+            .interval
+            .saturating_mul(1 << self.failures.min(16))
+            .min(MAX_RETRY_DELAY);
+        self.retry_at = Some(at + delay);
+        delay
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_reload_is_tried_again_with_backoff_until_it_loads() {
+        let start = Instant::now();
+        let second = Duration::from_secs(1);
+        let (old, new) = (Some([1; 32]), Some([2; 32]));
+        let mut schedule = Schedule::new(old, 5 * second);
+        assert!(!schedule.should_load(old, start), "nothing changed");
+        assert!(!schedule.should_load(None, start), "unreadable mid-swap");
+        assert!(schedule.should_load(new, start), "changed");
+        // A registry down: the same inputs again after 10 s, then 20 s.
+        assert_eq!(schedule.failed(start), 10 * second);
+        assert!(!schedule.should_load(new, start + 9 * second));
+        assert!(schedule.should_load(new, start + 10 * second));
+        assert_eq!(schedule.failed(start + 10 * second), 20 * second);
+        assert!(!schedule.should_load(new, start + 29 * second));
+        assert!(schedule.should_load(new, start + 30 * second));
+        schedule.loaded();
+        assert!(!schedule.should_load(new, start + 3600 * second), "loaded: done");
+    }
+
+    #[test]
+    fn the_wait_is_capped_and_a_change_of_the_inputs_starts_over() {
+        let start = Instant::now();
+        let mut schedule = Schedule::new(None, Duration::from_secs(5));
+        assert!(schedule.should_load(Some([3; 32]), start));
+        for _ in 0..20 {
+            schedule.failed(start);
+        }
+        assert_eq!(schedule.failed(start), MAX_RETRY_DELAY);
+        assert!(schedule.should_load(Some([4; 32]), start), "new inputs at once");
+        assert_eq!(schedule.failed(start), Duration::from_secs(10));
     }
 }
