@@ -16,12 +16,15 @@ if [[ -z "${COMPONENTS:-}" ]]; then
   exec "$kustomize" build "$here/overlays/$overlay"
 fi
 # Components join through a throwaway kustomization beside the overlays (kustomize takes
-# only relative paths) that names the overlay.
+# only relative paths) that names the overlay, and puts the components' own objects (a
+# ServiceMonitor, say) in the overlay's namespace as well.
 work="$(mktemp -d "$here/.render.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
+namespace="$(sed -n 's/^namespace: *//p' "$here/overlays/$overlay/kustomization.yaml")"
 {
   echo "apiVersion: kustomize.config.k8s.io/v1beta1"
   echo "kind: Kustomization"
+  [[ -z "$namespace" ]] || echo "namespace: $namespace"
   echo "resources: [../overlays/$overlay]"
   echo "components:"
   for component in $COMPONENTS; do echo "  - ../components/$component"; done

@@ -1,41 +1,28 @@
 //! The install variants beside the kubeflow overlay: `oci` (the policy by reference, its
 //! verification key, the pull secret), `image-volume` (the policy mounted from an image, with
-//! the local apiserver's `ImageVolume` feature gate on) and the `monitoring` component
-//! (ServiceMonitor, PrometheusRule, Grafana dashboard), and the `enforce` component over the
-//! report-only base. Each renders and passes a server-side
-//! dry-run apply; every metric the rules and the dashboard query is one a live controller's
-//! `/metrics` exports.
+//! the local apiserver's `ImageVolume` feature gate on), the `monitoring` component
+//! (ServiceMonitor, PrometheusRule, Grafana dashboard), the `istio` component and the
+//! `enforce` component over the report-only base. Each renders and passes a server-side
+//! dry-run apply; the alert rules parse, each with a runbook section, none on an age; every
+//! metric, label and matched value the rules and the dashboard query is in a live controller's
+//! `/metrics`.
 
 use std::collections::BTreeSet;
-use std::process::Command;
 
-use anyhow::{Context as _, Result, bail, ensure};
+use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::DynamicObject;
 use kube::{Client, ResourceExt as _};
 use pipewarden_tests::deploy_support::*;
 use pipewarden_tests::shared;
 
 /// `deploy/render.sh overlay` on a copy of `deploy/`, with `components` added.
 fn render(overlay: &str, components: &str) -> Result<Vec<DynamicObject>> {
-    let copy = TempDir::new("deploy-variants")?;
-    let deploy = copy.path().join("deploy");
-    copy_tree(&repo_path("deploy"), &deploy)?;
-    let output = Command::new(deploy.join("render.sh"))
-        .arg(overlay)
-        .arg(built_policy("kfp-default"))
-        .env("KUSTOMIZE", kustomize()?)
-        .env("COMPONENTS", components)
-        .output()
-        .context("running deploy/render.sh")?;
-    if !output.status.success() {
-        bail!(
-            "render.sh {overlay} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    documents(&String::from_utf8(output.stdout)?)
+    documents(&render_with_components(
+        overlay,
+        components,
+        &built_policy("kfp-default"),
+    )?)
 }
 
 fn container_env(objects: &[DynamicObject]) -> Result<Vec<(String, serde_json::Value)>> {
@@ -156,78 +143,58 @@ async fn the_image_volume_overlay_mounts_the_policy_from_an_image() -> Result<()
     Ok(())
 }
 
-/// Just enough of the Prometheus Operator's CRDs for the API server to accept its kinds.
-async fn install_monitoring_crds(client: &Client) -> Result<()> {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for (plural, kind) in [
-        ("servicemonitors", "ServiceMonitor"),
-        ("prometheusrules", "PrometheusRule"),
-    ] {
-        let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": format!("{plural}.monitoring.coreos.com")},
-            "spec": {
-                "group": "monitoring.coreos.com",
-                "scope": "Namespaced",
-                "names": {"plural": plural, "kind": kind, "singular": kind.to_lowercase()},
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object",
-                        "x-kubernetes-preserve-unknown-fields": true}}}],
-            },
-        }))?;
-        match crds.create(&PostParams::default(), &crd).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.is_already_exists() => {}
-            Err(error) => return Err(error.into()),
+/// Every expression of the rules (by alert) and of the dashboard (by panel).
+fn queries(rule: &DynamicObject, dashboard: &serde_json::Value) -> Result<Vec<(String, String)>> {
+    let mut found = Vec::new();
+    for group in rule.data["spec"]["groups"].as_array().context("groups")? {
+        for alert in group["rules"].as_array().context("rules")? {
+            let name = alert["alert"].as_str().context("an alert's name")?;
+            let expr = alert["expr"].as_str().context("an alert's expr")?;
+            found.push((format!("alert {name}"), expr.to_owned()));
         }
     }
-    pipewarden_tests::wait::until("the monitoring CRDs to be served", WAIT, || async {
-        let served = kube::discovery::pinned_group(client, &"monitoring.coreos.com/v1".parse()?)
-            .await
-            .is_ok_and(|group| group.resources_by_stability().len() == 2);
-        Ok(served.then_some(()))
-    })
-    .await
-}
-
-/// Every `pipewarden_*` metric name a text mentions, histogram series folded into their family.
-fn metric_names(text: &str) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("pipewarden_") {
-        let tail = &rest[start..];
-        let end = tail
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(tail.len());
-        let name = &tail[..end];
-        let family = ["_bucket", "_sum", "_count"]
-            .iter()
-            .find_map(|suffix| name.strip_suffix(suffix))
-            .unwrap_or(name);
-        names.insert(family.to_owned());
-        rest = &tail[end..];
-    }
-    names
-}
-
-/// The names a scrape exports: each family's `# TYPE` line, counters with their `_total`.
-fn exported(scrape: &str) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    for line in scrape.lines() {
-        let Some(rest) = line.strip_prefix("# TYPE ") else {
-            continue;
-        };
-        let mut words = rest.split_whitespace();
-        let (Some(name), Some(kind)) = (words.next(), words.next()) else {
-            continue;
-        };
-        names.insert(name.to_owned());
-        if kind == "counter" {
-            names.insert(format!("{name}_total"));
+    for panel in dashboard["panels"].as_array().context("panels")? {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().context("a panel's expr")?;
+            found.push((format!("panel {}", panel["title"]), expr.to_owned()));
         }
     }
-    names
+    Ok(found)
+}
+
+/// The rules parse as the Operator's PrometheusRule: each alert named, with an expression,
+/// a severity, a summary and a runbook section that exists.
+fn check_alerts(rule: &DynamicObject) -> Result<BTreeSet<String>> {
+    let runbooks = std::fs::read_to_string(repo_path("docs/operate/runbooks.md"))?;
+    let mut alerts = BTreeSet::new();
+    for alert in rule.data["spec"]["groups"][0]["rules"]
+        .as_array()
+        .context("rules")?
+    {
+        let name = alert["alert"].as_str().context("alert")?;
+        ensure!(alert["expr"].is_string(), "{name}: no expr");
+        let severity = alert["labels"]["severity"].as_str();
+        ensure!(
+            matches!(severity, Some("critical" | "warning")),
+            "{name}: severity {severity:?}"
+        );
+        ensure!(
+            alert["annotations"]["summary"].is_string(),
+            "{name}: summary"
+        );
+        let runbook = format!("docs/operate/runbooks.md#{}", name.to_lowercase());
+        ensure!(
+            alert["annotations"]["runbook"] == runbook.as_str(),
+            "{name}: runbook {}",
+            alert["annotations"]["runbook"]
+        );
+        ensure!(
+            runbooks.contains(&format!("\n## {name}\n")),
+            "docs/operate/runbooks.md has no section {name}"
+        );
+        alerts.insert(name.to_owned());
+    }
+    Ok(alerts)
 }
 
 #[tokio::test]
@@ -239,16 +206,18 @@ async fn the_monitoring_component_queries_only_metrics_the_controller_exports() 
         .iter()
         .find(|o| kind_of(o) == "ConfigMap" && o.name_any() == "pipewarden-dashboard")
         .context("no dashboard ConfigMap")?;
+    for object in [rule, dashboard] {
+        ensure!(
+            object.namespace().as_deref() == Some("kubeflow"),
+            "{} outside the overlay's namespace",
+            object.name_any()
+        );
+    }
     let dashboard_json = dashboard.data["data"]["pipewarden.json"]
         .as_str()
         .context("dashboard")?;
     let dashboard_json: serde_json::Value = serde_json::from_str(dashboard_json)?;
-    let alerts: BTreeSet<&str> = rule.data["spec"]["groups"][0]["rules"]
-        .as_array()
-        .context("rules")?
-        .iter()
-        .filter_map(|r| r["alert"].as_str())
-        .collect();
+    let alerts = check_alerts(rule)?;
     ensure!(alerts.len() == 5, "alerts: {alerts:?}");
 
     let control_plane = shared().await?;
@@ -256,15 +225,31 @@ async fn the_monitoring_component_queries_only_metrics_the_controller_exports() 
     install_monitoring_crds(&client).await?;
     dry_run(&client, &objects).await?;
 
-    let mut queried = metric_names(&serde_json::to_string(&rule.data["spec"])?);
-    queried.extend(metric_names(&dashboard_json.to_string()));
+    let mut read = Vec::new();
+    for (what, expr) in queries(rule, &dashboard_json)? {
+        let query = promql::read(&expr).with_context(|| format!("{what}: {expr}"))?;
+        // Alerts read error states and error counts: an age (time() minus a timestamp) grows
+        // on a quiet, healthy cluster and would fire there.
+        if what.starts_with("alert ") {
+            ensure!(
+                !expr.contains("time()") && !expr.contains("timestamp"),
+                "{what} alerts on an age: {expr}"
+            );
+        }
+        read.push((what, query));
+    }
+    let queried: BTreeSet<&str> = read
+        .iter()
+        .flat_map(|(_, q)| q.metrics.iter().map(String::as_str))
+        .collect();
     for wanted in [
         "pipewarden_leader",
+        "pipewarden_shard_info",
         "pipewarden_policy_loads_total",
         "pipewarden_swf_writes_total",
         "pipewarden_exit_gave_up_total",
         "pipewarden_watch_errors_total",
-        "pipewarden_watch_last_success_timestamp_seconds",
+        "pipewarden_watch_failing",
     ] {
         ensure!(
             queried.contains(wanted),
@@ -277,12 +262,48 @@ async fn the_monitoring_component_queries_only_metrics_the_controller_exports() 
     let (status, scrape) = http_get(replica.http_addr, "/metrics").await?;
     replica.stop().await;
     ensure!(status == 200, "/metrics answered {status}");
-    let live = exported(&scrape);
-    let unknown: Vec<&String> = queried.difference(&live).collect();
+    let live = promql::series(&scrape);
+    let mut unbacked = Vec::new();
+    for (what, query) in &read {
+        for missing in promql::unbacked(query, &live) {
+            unbacked.push(format!("{what}: {missing}"));
+        }
+    }
     ensure!(
-        unknown.is_empty(),
-        "queried but not exported: {unknown:?}\n{scrape}"
+        unbacked.is_empty(),
+        "queried but not exported:\n{}\n{scrape}",
+        unbacked.join("\n")
     );
+    println!(
+        "{} queries ({} alerts) read; every metric, label and matched value is in a live scrape",
+        read.len(),
+        alerts.len()
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_istio_component_passes_a_dry_run_beside_the_overlay() -> Result<()> {
+    let objects = render("kubeflow", "istio")?;
+    let policy = one_of(&objects, "AuthorizationPolicy")?;
+    one_of(&objects, "ServiceEntry")?;
+    ensure!(policy.namespace().as_deref() == Some("kubeflow"));
+    // Admits GET on the metrics path and the probes, on the HTTP port only.
+    let paths: BTreeSet<&str> = policy.data["spec"]["rules"]
+        .as_array()
+        .context("rules")?
+        .iter()
+        .flat_map(|rule| rule["to"].as_array().into_iter().flatten())
+        .flat_map(|to| to["operation"]["paths"].as_array().into_iter().flatten())
+        .filter_map(|path| path.as_str())
+        .collect();
+    ensure!(
+        paths == BTreeSet::from(["/metrics", "/healthz", "/readyz"]),
+        "{paths:?}"
+    );
+    let client = shared().await?.client()?;
+    install_istio_crds(&client).await?;
+    dry_run(&client, &objects).await?;
     Ok(())
 }
 

@@ -35,6 +35,11 @@ pub fn kustomize() -> Result<PathBuf> {
 
 /// `deploy/render.sh <overlay> <wasm>` run on a copy of `deploy/`: the YAML a user applies.
 pub fn render_overlay(overlay: &str, wasm: &Path) -> Result<String> {
+    render_with_components(overlay, "", wasm)
+}
+
+/// [`render_overlay`] with `COMPONENTS=<components>` (space-separated, as render.sh takes them).
+pub fn render_with_components(overlay: &str, components: &str, wasm: &Path) -> Result<String> {
     let copy = TempDir::new("deploy")?;
     let deploy = copy.path().join("deploy");
     copy_tree(&repo_path("deploy"), &deploy)?;
@@ -42,11 +47,12 @@ pub fn render_overlay(overlay: &str, wasm: &Path) -> Result<String> {
         .arg(overlay)
         .arg(wasm)
         .env("KUSTOMIZE", kustomize()?)
+        .env("COMPONENTS", components)
         .output()
         .context("running deploy/render.sh")?;
     if !output.status.success() {
         bail!(
-            "render.sh failed: {}",
+            "render.sh {overlay} with components {components:?} failed: {}",
             String::from_utf8_lossy(&output.stderr)
         );
     }

@@ -1,21 +1,24 @@
 //! Shared by the deploy and high-availability tests: the manifests rendered from a copy of
 //! `deploy/`, objects applied (or dry-run) through discovery, controllers started in-process on
 //! any client (a ServiceAccount's, a partitioned one), a ConfigMap-like policy volume, scraping
-//! `/metrics`, and the real `pipewarden` binary.
+//! `/metrics` and reading the PromQL that queries it, and the real `pipewarden` binary.
 
 // Each test binary uses a part of this module.
 mod access;
 mod binary;
+mod crd_stubs;
 mod files;
 mod http;
 mod manifests;
 mod partition;
 mod pod_env;
+pub mod promql;
 mod replica;
 mod writers;
 
 pub use access::*;
 pub use binary::*;
+pub use crd_stubs::*;
 pub use files::*;
 pub use http::*;
 pub use manifests::*;
