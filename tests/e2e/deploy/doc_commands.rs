@@ -1,7 +1,8 @@
 //! The commands the README and `docs/` give stay runnable: in every `sh` block, each `make`
-//! target dry-runs, each overlay and component given to `deploy/render.sh` exists, and each
-//! flag given to `pipewarden` (or `cargo run -p pipewarden --`) and `cosign` is one their
-//! `--help` lists. Other programs (kubectl, helm, curl) are the reader's and are not run.
+//! target dry-runs, each overlay and component given to `deploy/render.sh` exists, each flag
+//! given to `pipewarden` (or `cargo run -p pipewarden --`) and `cosign` is one their `--help`
+//! lists, and each value a `helm` command sets on the chart is one its values.yaml has. Other
+//! programs (kubectl, curl) are the reader's and are not run.
 //! What the commands do is tested where the feature is (image_registry, policy_oci, variants).
 
 use std::path::{Path, PathBuf};
@@ -80,6 +81,30 @@ fn flags_known(program: &Path, words: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// Fails unless each `--set`/`--set-file` key in `words` is a path in the chart's values.yaml
+/// (`[N]` list indices skipped; under a map such as `monitoring.labels` any key goes).
+fn chart_values_known(words: &[&str]) -> Result<()> {
+    let path = repo_path("deploy/helm/pipewarden/values.yaml");
+    let values: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(path)?)?;
+    for pair in words.windows(2) {
+        if !matches!(pair[0], "--set" | "--set-file") {
+            continue;
+        }
+        let key = pair[1].split('=').next().unwrap_or_default();
+        let mut at = &values;
+        for part in key.split('.') {
+            let name = part.split('[').next().unwrap_or(part);
+            if at.as_mapping().is_some_and(|m| m.is_empty()) {
+                break;
+            }
+            at = at
+                .get(name)
+                .with_context(|| format!("the chart has no value {key}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// Checks one command; false when it is not one of ours.
 fn check(command: &str) -> Result<bool> {
     let words: Vec<&str> = command.split_whitespace().collect();
@@ -121,6 +146,15 @@ fn check(command: &str) -> Result<bool> {
             flags_known(&pipewarden_binary()?, &rest[after..])?
         }
         ["cosign", rest @ ..] => flags_known(&tool("cosign")?, rest)?,
+        ["helm", rest @ ..] if rest.contains(&"deploy/helm/pipewarden") => {
+            chart_values_known(rest)?
+        }
+        ["deploy/helm/add-policy.sh", ..] => {
+            ensure!(
+                repo_path("deploy/helm/add-policy.sh").is_file(),
+                "no add-policy.sh"
+            )
+        }
         _ => return Ok(false),
     }
     Ok(true)

@@ -1,9 +1,11 @@
 //! End-to-end tests of what `deploy/` and the image ship: the manifests applied to the local
-//! control plane, RBAC, readiness, variants, policy swaps, the commands the docs give, the demo.
+//! control plane, RBAC, readiness, variants, the Helm chart beside kustomize, policy swaps, the
+//! commands the docs give, the demo.
 
 mod demo_output;
 mod doc_commands;
 mod first_install;
+mod helm;
 mod image_registry;
 mod manifests;
 mod plan;

@@ -1,13 +1,16 @@
 //! Shared by the deploy and high-availability tests: the manifests rendered from a copy of
 //! `deploy/`, objects applied (or dry-run) through discovery, controllers started in-process on
 //! any client (a ServiceAccount's, a partitioned one), a ConfigMap-like policy volume, scraping
-//! `/metrics` and reading the PromQL that queries it, and the real `pipewarden` binary.
+//! `/metrics` and reading the PromQL that queries it, the real `pipewarden` binary, and the Helm
+//! chart rendered beside kustomize.
 
 // Each test binary uses a part of this module.
 mod access;
 mod binary;
+mod compare;
 mod crd_stubs;
 mod files;
+mod helm;
 mod http;
 mod manifests;
 mod partition;
@@ -18,8 +21,10 @@ mod writers;
 
 pub use access::*;
 pub use binary::*;
+pub use compare::*;
 pub use crd_stubs::*;
 pub use files::*;
+pub use helm::*;
 pub use http::*;
 pub use manifests::*;
 pub use partition::*;
