@@ -81,6 +81,11 @@ impl PolicyRef {
     }
 
     /// Registries on loopback are spoken to in plain HTTP, as container tools do.
+    /// `registry/repository`, as cosign names what it signed (`identity.docker-reference`).
+    pub fn repository_name(&self) -> String {
+        format!("{}/{}", self.registry, self.repository)
+    }
+
     pub fn is_loopback(&self) -> bool {
         let host = self
             .registry

@@ -86,12 +86,15 @@ pub fn layers(signature_manifest: &[u8]) -> Result<Vec<SignatureLayer>, String> 
         .collect())
 }
 
-/// Whether `payload` is signed by `key` with `signature` (base64) and names `manifest_digest`.
+/// Whether `payload` is signed by `key` with `signature` (base64) and names `manifest_digest`
+/// in `repository` (`registry/path`, as cosign records it in `identity.docker-reference`): a
+/// signature made for another repository does not carry over to a copy pushed elsewhere.
 pub fn verify(
     key: &VerifyKey,
     payload: &[u8],
     signature: &str,
     manifest_digest: &str,
+    repository: &str,
 ) -> Result<(), String> {
     let signature = base64::engine::general_purpose::STANDARD
         .decode(signature.trim())
@@ -113,7 +116,23 @@ pub fn verify(
             "the signature is for {signed}, not {manifest_digest}"
         ));
     }
+    let identity = critical["identity"]["docker-reference"]
+        .as_str()
+        .unwrap_or_default();
+    if docker_hub(identity) != docker_hub(repository) {
+        return Err(format!(
+            "the signature was made for {identity:?}, not for {repository}"
+        ));
+    }
     Ok(())
+}
+
+/// Docker Hub's names for itself, as one.
+fn docker_hub(repository: &str) -> &str {
+    repository
+        .strip_prefix("index.docker.io/")
+        .or_else(|| repository.strip_prefix("docker.io/"))
+        .unwrap_or(repository)
 }
 
 #[cfg(test)]
@@ -149,26 +168,52 @@ mod tests {
         .unwrap()
     }
 
+    const REPO: &str = "registry.example/policy";
+
     #[test]
     fn a_signature_verifies_only_with_its_key_and_for_its_digest() {
         let (pair, key) = key_pair();
         let (_, other_key) = key_pair();
         let signed = payload("sha256:aa");
         let signature = sign(&pair, &signed);
-        assert_eq!(verify(&key, &signed, &signature, "sha256:aa"), Ok(()));
+        assert_eq!(verify(&key, &signed, &signature, "sha256:aa", REPO), Ok(()));
         assert!(
-            verify(&other_key, &signed, &signature, "sha256:aa")
+            verify(&other_key, &signed, &signature, "sha256:aa", REPO)
                 .unwrap_err()
                 .contains("key")
         );
         assert!(
-            verify(&key, &signed, &signature, "sha256:bb")
+            verify(&key, &signed, &signature, "sha256:bb", REPO)
                 .unwrap_err()
                 .contains("sha256:bb")
         );
         let mut tampered = signed.clone();
         tampered[10] ^= 1;
-        assert!(verify(&key, &tampered, &signature, "sha256:aa").is_err());
+        assert!(verify(&key, &tampered, &signature, "sha256:aa", REPO).is_err());
+    }
+
+    #[test]
+    fn a_signature_holds_only_for_the_repository_it_was_made_for() {
+        let (pair, key) = key_pair();
+        let signed = payload("sha256:aa");
+        let signature = sign(&pair, &signed);
+        let error = verify(&key, &signed, &signature, "sha256:aa", "mirror.example/policy")
+            .unwrap_err();
+        assert!(
+            error.contains("made for \"registry.example/policy\", not for mirror.example/policy"),
+            "{error}"
+        );
+        let hub = serde_json::to_vec(&serde_json::json!({"critical": {
+            "identity": {"docker-reference": "index.docker.io/team/policy"},
+            "image": {"docker-manifest-digest": "sha256:aa"},
+            "type": PAYLOAD_TYPE}}))
+        .unwrap();
+        let signature = sign(&pair, &hub);
+        assert_eq!(
+            verify(&key, &hub, &signature, "sha256:aa", "docker.io/team/policy"),
+            Ok(()),
+            "Docker Hub by either of its names"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Keyed cosign signatures on policy artifacts, signed by the real `cosign` on a real registry:
 //! `--policy-verify-key` loads a policy signed with its key, and refuses one that is unsigned,
-//! signed with another key, or changed after signing (the signature names another digest).
+//! signed with another key, changed after signing (the signature names another digest), or
+//! copied to another repository (the signature names the one it was made for).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -124,6 +125,22 @@ async fn only_a_policy_signed_with_the_key_loads() -> Result<()> {
     ensure!(
         tampered.contains("the signature is for") && tampered.contains(&other),
         "{tampered}"
+    );
+
+    // The signed artifact and its signature copied to another repository: the signature names
+    // the repository it was made for (identity.docker-reference), so the copy does not load.
+    let mirror = format!("{}/mirror", registry.host);
+    let crane = |from: String, to: String| run(Command::new(tool("crane")?).args(["copy", &from, &to]));
+    crane(
+        pinned.trim_start_matches("oci://").to_owned(),
+        format!("{mirror}:copied"),
+    )?;
+    crane(signatures(&pinned), format!("{mirror}:sha256-{}.sig", digest(&pinned)))?;
+    let mirrored = format!("oci://{mirror}@sha256:{}", digest(&pinned));
+    let copied = load(dir, &mirrored, &ours)?.expect_err("a copy in another repository loaded");
+    ensure!(
+        copied.contains("was made for") && copied.contains("/signed"),
+        "{copied}"
     );
     Ok(())
 }

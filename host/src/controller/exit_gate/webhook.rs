@@ -47,6 +47,9 @@ pub struct WebhookOptions {
     pub allow_http: bool,
 }
 
+/// The most of a receiver's answer body that is read.
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
 /// The header carrying the body's HMAC-SHA256, as `sha256=<hex>`.
 pub const SIGNATURE_HEADER: &str = "x-pipewarden-signature";
 
@@ -166,12 +169,17 @@ impl Webhook {
             };
             let response = sent.map_err(|e| PostError::Transport(e.to_string()))?;
             let status = response.status();
-            // Read the answer to the end so the connection can be reused.
-            response
-                .into_body()
+            // Read the answer to the end so the connection can be reused, up to a bound: a
+            // receiver cannot make the controller hold a body of any size. Past it the
+            // connection is dropped; the status has answered already.
+            let read = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
                 .collect()
-                .await
-                .map_err(|e| PostError::Transport(format!("reading the answer: {e}")))?;
+                .await;
+            if let Err(error) = read
+                && !error.is::<http_body_util::LengthLimitError>()
+            {
+                return Err(PostError::Transport(format!("reading the answer: {error}")));
+            }
             if status.is_success() {
                 Ok(())
             } else {

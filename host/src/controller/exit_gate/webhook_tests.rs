@@ -1,5 +1,7 @@
 use std::sync::{Arc, Mutex};
 
+use futures::StreamExt as _;
+
 use super::*;
 
 fn refused(url: &str, options: &WebhookOptions) -> String {
@@ -114,4 +116,34 @@ async fn a_signed_request_verifies_under_the_key_and_carries_the_token_read_per_
     );
     assert_eq!(headers["authorization"], "Bearer token-one");
     assert_eq!(seen[1].0["authorization"], "Bearer token-two", "a rotated token is used");
+}
+
+#[tokio::test]
+async fn an_answer_of_any_size_is_read_only_up_to_the_bound() {
+    // 2xx with a 256 MiB body, streamed and counted: delivered, and the connection dropped
+    // long before the receiver could send it all (socket buffers hold a few MiB).
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = sent.clone();
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::post(move || {
+            let counter = counter.clone();
+            async move {
+                let chunks = futures::stream::iter(0..4096).map(move |_| {
+                    counter.fetch_add(64 << 10, std::sync::atomic::Ordering::SeqCst);
+                    Ok::<_, std::io::Error>(Bytes::from(vec![b'x'; 64 << 10]))
+                });
+                (http::StatusCode::OK, axum::body::Body::from_stream(chunks))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let webhook = Webhook::new(&url, &WebhookOptions::default()).unwrap();
+    let answered = webhook.post(&notification(), Duration::from_secs(30)).await;
+    assert_eq!(answered, Ok(()));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let sent = sent.load(std::sync::atomic::Ordering::SeqCst) >> 20;
+    assert!(sent < 64, "the receiver got to send {sent} MiB");
 }
