@@ -18,6 +18,20 @@ pub struct RunArgs {
     /// Policy settings (JSON or YAML), validated by the policy at load.
     #[arg(help_heading = "Policy", long, env = "PIPEWARDEN_SETTINGS")]
     pub settings: Option<PathBuf>,
+    /// Refuse settings whose file does not have this digest (sha256:<hex> of its bytes, as
+    /// `sha256sum` prints it): driver images and spec patches are as trusted as the policy.
+    #[arg(help_heading = "Policy", long, env = "PIPEWARDEN_SETTINGS_SHA256", requires = "settings")]
+    pub settings_sha256: Option<String>,
+    /// A file holding the settings pin; re-read on every (re)load, so settings and their pin
+    /// can be updated together (e.g. one ConfigMap beside the policy pin).
+    #[arg(
+        help_heading = "Policy",
+        long,
+        env = "PIPEWARDEN_SETTINGS_SHA256_FILE",
+        requires = "settings",
+        conflicts_with = "settings_sha256"
+    )]
+    pub settings_sha256_file: Option<PathBuf>,
     /// Read the KFP API server's environment from its Deployment, `deployment/NAMESPACE/NAME`
     /// (e.g. deployment/kubeflow/ml-pipeline), with the ConfigMap values it names, and hand
     /// it to the policy beside --settings; re-read at every reload check, so a changed

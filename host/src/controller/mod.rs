@@ -25,7 +25,7 @@ use crate::config::{PolicyArgs, Settings};
 use context::Context;
 use metrics::Metrics;
 use policy_handle::{LoadedPolicy, PolicyHandle};
-use settings_source::SettingsSource;
+use settings_source::{SettingsPin, SettingsSource};
 
 /// Load the policy and validate its settings (as read from their source), or refuse to start.
 /// Without settings (only a run without the SWF loop, which is all that renders) there is
@@ -153,6 +153,10 @@ pub async fn start_with(
     let source = SettingsSource {
         file: args.settings.clone(),
         live: args.settings_from.clone().map(|at| (client.clone(), at)),
+        pin: SettingsPin::from_flags(
+            args.settings_sha256.as_deref(),
+            args.settings_sha256_file.as_ref(),
+        ),
     };
     let settings = source.read().await?;
     let reload_inputs = policy_reload::Inputs::new(args.policy.clone(), source.clone());

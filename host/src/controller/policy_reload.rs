@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use super::load_policy;
 use super::metrics::Metrics;
 use super::policy_handle::PolicyHandle;
-use super::settings_source::SettingsSource;
+use super::settings_source::{SettingsPin, SettingsPinMismatch, SettingsSource};
 use crate::config::PolicyArgs;
 
 /// Everything a reload reads; any change to these bytes triggers one.
@@ -34,9 +34,14 @@ impl Inputs {
         hasher.update([0]);
         hasher.update(settings);
         hasher.update([0]);
+        let settings_pin = match &self.settings.pin {
+            SettingsPin::File(path) => Some(path),
+            _ => None,
+        };
         let files = [
             self.policy.policy_sha256_file.as_ref(),
             self.policy.policy_verify_key.as_ref(),
+            settings_pin,
         ];
         for path in files.into_iter().flatten() {
             hasher.update(std::fs::read(path).ok()?);
@@ -62,6 +67,17 @@ pub async fn watch(
         tokio::time::sleep(interval).await;
         let settings = match inputs.settings.read().await {
             Ok(settings) => settings,
+            // Changed settings their pin does not allow: refused, and said so.
+            Err(error) if error.downcast_ref::<SettingsPinMismatch>().is_some() => {
+                if schedule.refuse_settings(&error) {
+                    Metrics::count(&metrics.policy_loads, "refused");
+                    tracing::error!(
+                        error = format!("{error:#}"),
+                        "new settings refused; the previous ones keep serving"
+                    );
+                }
+                continue;
+            }
             // A file briefly missing mid-swap; a Deployment the API server did not return.
             Err(error) => {
                 tracing::debug!(
@@ -116,6 +132,8 @@ struct Schedule {
     interval: Duration,
     failures: u32,
     retry_at: Option<Instant>,
+    /// The last settings refusal reported, so one is not repeated every poll.
+    refused_settings: Option<String>,
 }
 
 impl Schedule {
@@ -125,7 +143,16 @@ impl Schedule {
             interval,
             failures: 0,
             retry_at: None,
+            refused_settings: None,
         }
+    }
+
+    /// Whether a settings refusal is new (worth an error and a count).
+    fn refuse_settings(&mut self, error: &anyhow::Error) -> bool {
+        let text = format!("{error:#}");
+        let new = self.refused_settings.as_deref() != Some(text.as_str());
+        self.refused_settings = Some(text);
+        new
     }
 
     /// Whether to load inputs with fingerprint `now` (None: unreadable, e.g. mid-swap).

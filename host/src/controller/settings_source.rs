@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use sha2::{Digest as _, Sha256};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
@@ -22,6 +23,64 @@ use crate::swf::api_server_env::{
 pub struct SettingsSource {
     pub file: Option<PathBuf>,
     pub live: Option<(kube::Client, DeploymentRef)>,
+    /// The digest the settings file must have.
+    pub pin: SettingsPin,
+}
+
+/// `--settings-sha256` or `--settings-sha256-file` (re-read on every read, so settings and
+/// their pin can be updated together).
+#[derive(Clone, Debug, Default)]
+pub enum SettingsPin {
+    #[default]
+    None,
+    Digest(String),
+    File(PathBuf),
+}
+
+impl SettingsPin {
+    pub fn from_flags(digest: Option<&str>, file: Option<&PathBuf>) -> Self {
+        match (digest, file) {
+            (Some(digest), _) => SettingsPin::Digest(digest.to_owned()),
+            (None, Some(file)) => SettingsPin::File(file.clone()),
+            (None, None) => SettingsPin::None,
+        }
+    }
+
+    /// Refuses `bytes` of the settings file `path` unless they have the pinned digest.
+    fn check(&self, path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+        let pinned = match self {
+            SettingsPin::None => return Ok(()),
+            SettingsPin::Digest(digest) => digest.clone(),
+            SettingsPin::File(file) => std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read the settings pin {}", file.display()))?,
+        };
+        // The first word: a pin file may be `sha256sum` output (`<hex>  settings.json`).
+        let pinned = pinned
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let pinned = if pinned.starts_with("sha256:") { pinned } else { format!("sha256:{pinned}") };
+        let found = format!("sha256:{}", hex::encode(Sha256::digest(bytes)));
+        if found != pinned {
+            return Err(SettingsPinMismatch {
+                path: path.display().to_string(),
+                found,
+                pinned,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// Settings whose file is not what the pin says: refused, never read as settings.
+#[derive(Debug, thiserror::Error)]
+#[error("settings {path} have digest {found}, not the pinned {pinned} (--settings-sha256)")]
+pub struct SettingsPinMismatch {
+    path: String,
+    found: String,
+    pinned: String,
 }
 
 impl SettingsSource {
@@ -32,6 +91,11 @@ impl SettingsSource {
 
     /// The settings as the policy gets them now.
     pub async fn read(&self) -> anyhow::Result<Settings> {
+        if let Some(path) = &self.file {
+            let bytes = std::fs::read(path)
+                .with_context(|| format!("cannot read settings {}", path.display()))?;
+            self.pin.check(path, &bytes)?;
+        }
         let settings = read_settings(self.file.as_ref())?;
         let Some((client, deployment)) = &self.live else {
             return Ok(settings);
@@ -107,5 +171,27 @@ mod tests {
             budget: Default::default(),
         };
         assert!(compose(forged, &env).is_err());
+    }
+
+    #[test]
+    fn pinned_settings_are_read_only_with_their_digest() {
+        let dir = std::env::temp_dir().join(format!("pipewarden-settings-pin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (path, pin_file) = (dir.join("settings.json"), dir.join("settings.sha256"));
+        std::fs::write(&path, r#"{"notify":"all"}"#).unwrap();
+        // What `sha256sum settings.json` prints for these bytes.
+        let digest = format!("{:x}", Sha256::digest(br#"{"notify":"all"}"#));
+        let check = |pin: SettingsPin| pin.check(&path, &std::fs::read(&path).unwrap());
+        assert!(check(SettingsPin::None).is_ok());
+        assert!(check(SettingsPin::Digest(format!("sha256:{digest}"))).is_ok());
+        assert!(check(SettingsPin::Digest(digest.to_uppercase())).is_ok(), "bare hex, any case");
+        std::fs::write(&pin_file, format!("{digest}  settings.json\n")).unwrap();
+        assert!(check(SettingsPin::File(pin_file.clone())).is_ok(), "sha256sum's output");
+        std::fs::write(&pin_file, "sha256:0123\n").unwrap();
+        let error = check(SettingsPin::File(pin_file.clone())).unwrap_err();
+        assert!(error.downcast_ref::<SettingsPinMismatch>().is_some(), "re-read: {error:#}");
+        let error = check(SettingsPin::Digest("sha256:00".into())).unwrap_err();
+        assert!(format!("{error}").contains(&format!("have digest sha256:{digest}")), "{error}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -1,6 +1,7 @@
 //! A policy swapped on disk, as a ConfigMap update swaps it in the pod's volume: the new policy
 //! is validated and put in force without a restart; a broken one (garbage bytes, or a pin that
-//! does not match) is refused and counted, and the previous one keeps deciding.
+//! does not match) is refused and counted, and the previous one keeps deciding. Settings pinned
+//! with --settings-sha256-file load only with their pin.
 
 use std::time::Instant;
 
@@ -127,6 +128,87 @@ async fn a_policy_swapped_on_disk_is_used_and_a_broken_one_is_refused() -> Resul
     ensure!(has_ca_flag(&rebuilt(&client, &namespace, "still").await?));
     let (status, _) = http_get(addr, "/readyz").await?;
     ensure!(status == 200, "/readyz {status}");
+    replica.stop().await;
+    Ok(())
+}
+
+/// The driver image every driver template of `swf` runs.
+fn driver_image(swf: &DynamicObject) -> Result<String> {
+    let images = pipewarden_tests::swf_support::driver_images(swf)?;
+    ensure!(!images.is_empty(), "no driver template");
+    ensure!(images.iter().all(|i| i == &images[0]), "drivers differ: {images:?}");
+    Ok(images[0].clone())
+}
+
+/// Settings pinned by a pin file in the same volume: changed settings whose pin was not
+/// updated with them are refused and counted, once, and the previous settings keep rendering;
+/// settings and pin updated together are loaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_changed_without_their_pin_are_refused_and_the_previous_ones_render() -> Result<()>
+{
+    let control_plane = shared().await?;
+    let client = control_plane.client()?;
+    let namespace = control_plane.ns().await?;
+    let dir = TempDir::new("settings-pin")?;
+    let mut volume = PolicyVolume::new(dir.path());
+    let mut files = policy_files(&built_policy("kfp-default"), &repo_path(DEFAULT_SETTINGS))?;
+    let settings_pin = |settings: &[u8]| -> Result<(&'static str, Vec<u8>)> {
+        Ok(("settings.sha256", format!("{}\n", sha256_pin(settings)?).into_bytes()))
+    };
+    files.push(settings_pin(&files[2].1)?);
+    volume.publish(&files)?;
+
+    let mut flags = base_flags(&namespace);
+    flags.retain(|flag| !flag.starts_with("--policy=") && !flag.starts_with("--settings="));
+    flags.extend([
+        format!("--policy={}", volume.path("policy.wasm").display()),
+        format!("--settings={}", volume.path("settings.json").display()),
+        format!(
+            "--settings-sha256-file={}",
+            volume.path("settings.sha256").display()
+        ),
+        "--policy-reload-seconds=1".into(),
+    ]);
+    let replica = start_replica(client.clone(), &flags).await?;
+    let addr = replica.http_addr;
+    let shipped = driver_image(&rebuilt(&client, &namespace, "before").await?)?;
+    ensure!(shipped == "ghcr.io/kubeflow/kfp-driver:2.17.0", "{shipped}");
+
+    // Someone who can edit the settings but not the pin points the drivers elsewhere.
+    let settings = String::from_utf8(files[2].1.clone())?;
+    let forged = settings.replace(&shipped, "registry.example/kfp-driver:forged");
+    ensure!(forged != settings);
+    volume.publish(&[
+        files[0].clone(),
+        files[1].clone(),
+        ("settings.json", forged.clone().into_bytes()),
+        files[3].clone(),
+    ])?;
+    pipewarden_tests::wait::until("the changed settings refused", WAIT, || async {
+        Ok((scrape(addr, &loads("refused")).await? == 1.0).then_some(()))
+    })
+    .await?;
+    ensure!(driver_image(&rebuilt(&client, &namespace, "forged").await?)? == shipped);
+
+    // The same settings with their pin, as one update: loaded.
+    volume.publish(&[
+        files[0].clone(),
+        files[1].clone(),
+        ("settings.json", forged.clone().into_bytes()),
+        settings_pin(forged.as_bytes())?,
+    ])?;
+    pipewarden_tests::wait::until("the pinned settings loaded", WAIT, || async {
+        Ok((scrape(addr, &loads("loaded")).await? == 2.0).then_some(()))
+    })
+    .await?;
+    ensure!(
+        driver_image(&rebuilt(&client, &namespace, "pinned").await?)?
+            == "registry.example/kfp-driver:forged"
+    );
+    ensure!(
+        scrape(addr, &loads("refused")).await? == 1.0,
+        "one refusal, not one per poll"
+    );
     replica.stop().await;
     Ok(())
 }

@@ -21,7 +21,7 @@ use crate::controller::exit_gate::{mark_key, workflow_resource};
 use crate::controller::load_policy;
 use crate::controller::metrics::Metrics;
 use crate::controller::policy_handle::LoadedPolicy;
-use crate::controller::settings_source::SettingsSource;
+use crate::controller::settings_source::{SettingsPin, SettingsSource};
 use crate::controller::swf::swf_resource;
 use crate::controller::swf::target::HealthPoller;
 use crate::exit::claim::Claimant;
@@ -64,6 +64,10 @@ async fn fetch(args: &PlanArgs) -> anyhow::Result<Fetched> {
     let source = SettingsSource {
         file: run.settings.clone(),
         live: run.settings_from.clone().map(|at| (client.clone(), at)),
+        pin: SettingsPin::from_flags(
+            run.settings_sha256.as_deref(),
+            run.settings_sha256_file.as_ref(),
+        ),
     };
     let settings = source.read().await?;
     let loaded = load_policy(&run.policy, &settings, source.is_given(), &Metrics::new())?;
