@@ -7,7 +7,18 @@ use super::{
     WorkflowEvent,
 };
 
+/// The calls of one SWF decision: should-rebuild, then render-swf when it asks for one.
+pub trait SwfCalls {
+    fn should_rebuild(&mut self, input: &RebuildInput) -> Result<RebuildDecision, PolicyError>;
+    fn render_swf(&mut self, swf: &str, context: &RenderContext) -> Result<String, PolicyError>;
+}
+
 pub trait Decisions: Sized {
+    /// One SWF decision's calls. By default each is a decision of its own; [`Policy`] runs
+    /// them in one fresh instance (still one per SWF: nothing crosses SWFs).
+    fn swf_calls(&self) -> Box<dyn SwfCalls + '_> {
+        Box::new(Separate(self))
+    }
     /// The same policy, answering its `settings` import with `settings`.
     fn with_settings(&self, settings: &str) -> Self;
     fn validate_settings(&self, settings: &str) -> Result<(), PolicyError>;
@@ -20,7 +31,24 @@ pub trait Decisions: Sized {
     ) -> Result<Eligibility, PolicyError>;
 }
 
+/// Each call on its own.
+struct Separate<'a, D>(&'a D);
+
+impl<D: Decisions> SwfCalls for Separate<'_, D> {
+    fn should_rebuild(&mut self, input: &RebuildInput) -> Result<RebuildDecision, PolicyError> {
+        self.0.should_rebuild(input)
+    }
+
+    fn render_swf(&mut self, swf: &str, context: &RenderContext) -> Result<String, PolicyError> {
+        self.0.render_swf(swf, context)
+    }
+}
+
 impl Decisions for Policy {
+    fn swf_calls(&self) -> Box<dyn SwfCalls + '_> {
+        Box::new(self.swf_decision())
+    }
+
     fn with_settings(&self, settings: &str) -> Self {
         Policy::with_settings(self, settings)
     }

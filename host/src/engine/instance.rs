@@ -21,9 +21,11 @@ pub struct PolicyInstance {
     store: Store<StoreState>,
     bindings: bindings::Policy,
     trapped: bool,
-    /// One decision's instance: one clock, counting CPU time from the start of instantiation
-    /// to the end of the call (see `CallClock`).
+    /// One decision's instance: its first call's clock counts CPU time from the start of
+    /// instantiation to the end of that call (see `CallClock`); a later call (render-swf
+    /// after should-rebuild) gets a clock of its own.
     single_decision: bool,
+    calls: u32,
 }
 
 impl PolicyInstance {
@@ -55,6 +57,7 @@ impl PolicyInstance {
                 bindings,
                 trapped: false,
                 single_decision,
+                calls: 0,
             }),
             Err(error) => {
                 let classified = classify(&store, export, policy.timeout_for(export), error);
@@ -129,9 +132,11 @@ impl PolicyInstance {
             });
         }
         let timeout = self.policy.timeout_for(export);
-        // A one-decision instance keeps the clock it started with: instantiation and call
-        // share the deadline, and the CPU clock is read once.
-        if !self.single_decision {
+        // A one-decision instance's first call keeps the clock it started with: instantiation
+        // and call share the deadline, and the CPU clock is read once.
+        let first = self.single_decision && self.calls == 0;
+        self.calls += 1;
+        if !first {
             self.store.data_mut().clock = ticker::CallClock::start(timeout);
             self.store
                 .set_epoch_deadline(ticker::CallClock::FIRST_DEADLINE);

@@ -32,7 +32,7 @@ pub use bindings::{
     Tombstone, WorkflowEvent,
 };
 pub use budget::{BUDGET_KEY, Budget, BudgetPreset, BudgetSettings};
-pub use decisions::Decisions;
+pub use decisions::{Decisions, SwfCalls};
 pub use error::{Export, LoadError, PolicyError};
 pub use instance::PolicyInstance;
 pub use native::Native;
@@ -221,6 +221,15 @@ impl Policy {
         })
     }
 
+    /// One SWF decision (should-rebuild, then render-swf) in one fresh instance: instantiated
+    /// once, not once per call.
+    pub fn swf_decision(&self) -> SwfDecision<'_> {
+        SwfDecision {
+            policy: self,
+            instance: None,
+        }
+    }
+
     /// One call of `export` in a fresh instance; a timeout is tried once more in another.
     fn decide<R>(
         &self,
@@ -238,6 +247,44 @@ impl Policy {
             Export::RenderSwf => self.inner.options.render_timeout,
             _ => self.inner.options.decision_timeout,
         }
+    }
+}
+
+/// See [`Policy::swf_decision`]. A call that times out is tried once more in a fresh instance,
+/// as a decision of its own is; an instance that trapped is never called again.
+pub struct SwfDecision<'a> {
+    policy: &'a Policy,
+    instance: Option<PolicyInstance>,
+}
+
+impl SwfDecision<'_> {
+    fn call<R>(
+        &mut self,
+        export: Export,
+        call: impl Fn(&mut PolicyInstance) -> Result<R, PolicyError>,
+    ) -> Result<R, PolicyError> {
+        let observer = self.policy.inner.options.retry_observer.as_ref();
+        let mut attempt = 0;
+        retry::retry_timeout_once(export, observer, || {
+            attempt += 1;
+            // The decision's instance for the first attempt; a fresh one after a timeout.
+            let instance = match self.instance.take() {
+                Some(instance) if attempt == 1 => instance,
+                _ => PolicyInstance::new(self.policy, Some(export))?,
+            };
+            let instance = self.instance.insert(instance);
+            call(instance)
+        })
+    }
+}
+
+impl SwfCalls for SwfDecision<'_> {
+    fn should_rebuild(&mut self, input: &RebuildInput) -> Result<RebuildDecision, PolicyError> {
+        self.call(Export::ShouldRebuild, |i| i.should_rebuild(input))
+    }
+
+    fn render_swf(&mut self, swf: &str, context: &RenderContext) -> Result<String, PolicyError> {
+        self.call(Export::RenderSwf, |i| i.render_swf(swf, context))
     }
 }
 

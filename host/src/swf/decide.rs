@@ -9,6 +9,7 @@ use super::owned::{drop_nulls, foreign_change};
 use super::{STAMP_ANNOTATIONS, not_rebuildable_reason, read_stamps, unsupported_target_reason};
 use crate::engine::{
     Decisions, Export, PolicyError, RebuildDecision, RebuildInput, RebuildPolicy, RenderContext,
+    SwfCalls,
 };
 
 /// What the render context holds for every SWF in a pass.
@@ -34,7 +35,10 @@ pub fn decide(
         stamps: read_stamps(live),
         settings: target.settings.clone(),
     };
-    let reason = match policy.should_rebuild(&input)? {
+    // Both calls in one instance where the policy can (see `Decisions::swf_calls`).
+    let mut calls = policy.swf_calls();
+    let calls = calls.as_mut();
+    let reason = match calls.should_rebuild(&input)? {
         RebuildDecision::Rebuild(reason) => reason,
         RebuildDecision::Skip(reason) if unsupported_target_reason(&reason).is_some() => {
             let reason = unsupported_target_reason(&reason)
@@ -52,7 +56,7 @@ pub fn decide(
             return Ok(SwfOutcome::Skipped { reason });
         }
         RebuildDecision::Skip(reason) => {
-            let (_, changes) = match render_and_diff(policy, &live_json, live, target) {
+            let (_, changes) = match render_and_diff(calls, &live_json, live, target) {
                 Err(error) => return as_unsupported_target(error),
                 Ok(rendered) => rendered,
             };
@@ -63,7 +67,7 @@ pub fn decide(
             });
         }
     };
-    let (desired, changes) = match render_and_diff(policy, &live_json, live, target) {
+    let (desired, changes) = match render_and_diff(calls, &live_json, live, target) {
         Err(error) => return as_unsupported_target(error),
         Ok(rendered) => rendered,
     };
@@ -95,7 +99,7 @@ fn as_unsupported_target(error: PolicyError) -> Result<SwfOutcome, PolicyError> 
 }
 
 fn render_and_diff(
-    policy: &impl Decisions,
+    calls: &mut dyn SwfCalls,
     live_json: &str,
     live: &Value,
     target: &RenderTarget,
@@ -104,7 +108,7 @@ fn render_and_diff(
         target_version: target.target_version.clone(),
         settings: target.settings.clone(),
     };
-    let rendered = policy.render_swf(live_json, &context)?;
+    let rendered = calls.render_swf(live_json, &context)?;
     let bad_output = |reason: String| PolicyError::BadOutput {
         export: Export::RenderSwf,
         reason,

@@ -19,6 +19,8 @@
 //! - `error`: render-swf and validate-settings return an error.
 //! - `log-flood`, `print-flood`: write `bytes` bytes to the host log, or to stdout and stderr,
 //!   then behave as `ok`.
+//! - `count`: render-swf fails with `calls=N`, N the calls this instance has served (each
+//!   export counts): 2 when should-rebuild ran in the same instance, 1 in a fresh one.
 
 use std::hint::black_box;
 use std::io::Write;
@@ -50,6 +52,14 @@ pub enum Mode {
     LogFlood,
     PrintFlood,
     Sleep,
+    Count,
+}
+
+/// Calls this instance has served (see the `count` mode).
+static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+fn count_call() -> u32 {
+    CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
 }
 
 /// A mode and its size parameter.
@@ -114,7 +124,7 @@ fn misbehave(behaviour: Behaviour, export: &str) {
             }
         }
         Mode::Sleep => std::thread::sleep(std::time::Duration::from_millis(behaviour.bytes as u64)),
-        Mode::Ok | Mode::HugeOutput | Mode::BadJson | Mode::Error => {}
+        Mode::Ok | Mode::HugeOutput | Mode::BadJson | Mode::Error | Mode::Count => {}
     }
 }
 
@@ -163,6 +173,7 @@ impl Policy for HostilePolicy {
     }
 
     fn should_rebuild(input: RebuildInput) -> RebuildDecision {
+        count_call();
         let swf = Swf::from_json(&input.swf).ok();
         let behaviour = behaviour_from(
             swf.as_ref().and_then(|s| s.annotation(MODE_KEY)),
@@ -177,6 +188,7 @@ impl Policy for HostilePolicy {
     }
 
     fn render_swf(swf: String, context: RenderContext) -> Result<String, String> {
+        let calls = count_call();
         let settings = parse_settings(&context.settings)?;
         let behaviour = Behaviour {
             mode: settings.mode,
@@ -188,6 +200,7 @@ impl Policy for HostilePolicy {
             Mode::HugeOutput => Ok(format!("\"{}\"", huge(behaviour.shrunk_by(2)))),
             Mode::BadJson => Ok("this is not JSON {".to_owned()),
             Mode::Error => Err("hostile policy fails this render on purpose".to_owned()),
+            Mode::Count => Err(format!("calls={calls}")),
             _ => Ok(swf),
         }
     }
