@@ -30,15 +30,27 @@ pub struct ExitArgs {
     #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_URL")]
     pub exit_webhook_url: Option<String>,
     /// Trust only the PEM certificates in this file for an https:// webhook (a private CA).
-    #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_CA_FILE", requires = "exit_webhook_url")]
+    #[arg(
+        long,
+        env = "PIPEWARDEN_EXIT_WEBHOOK_CA_FILE",
+        requires = "exit_webhook_url"
+    )]
     pub exit_webhook_ca_file: Option<PathBuf>,
     /// Sign each request: X-Pipewarden-Signature: sha256=<hex of HMAC-SHA256 of the body>,
     /// keyed with this file's contents (read per request, so a rotated Secret is used).
-    #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_SIGNING_KEY_FILE", requires = "exit_webhook_url")]
+    #[arg(
+        long,
+        env = "PIPEWARDEN_EXIT_WEBHOOK_SIGNING_KEY_FILE",
+        requires = "exit_webhook_url"
+    )]
     pub exit_webhook_signing_key_file: Option<PathBuf>,
     /// Send Authorization: Bearer <this file's contents> (read per request, e.g. a projected
     /// service account token).
-    #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_TOKEN_FILE", requires = "exit_webhook_url")]
+    #[arg(
+        long,
+        env = "PIPEWARDEN_EXIT_WEBHOOK_TOKEN_FILE",
+        requires = "exit_webhook_url"
+    )]
     pub exit_webhook_token_file: Option<PathBuf>,
     /// Allow a plain http:// webhook on a host that is not loopback (e.g. inside a mesh that
     /// adds mTLS); refused otherwise.

@@ -20,7 +20,12 @@ pub struct RunArgs {
     pub settings: Option<PathBuf>,
     /// Refuse settings whose file does not have this digest (sha256:<hex> of its bytes, as
     /// `sha256sum` prints it): driver images and spec patches are as trusted as the policy.
-    #[arg(help_heading = "Policy", long, env = "PIPEWARDEN_SETTINGS_SHA256", requires = "settings")]
+    #[arg(
+        help_heading = "Policy",
+        long,
+        env = "PIPEWARDEN_SETTINGS_SHA256",
+        requires = "settings"
+    )]
     pub settings_sha256: Option<String>,
     /// A file holding the settings pin; re-read on every (re)load, so settings and their pin
     /// can be updated together (e.g. one ConfigMap beside the policy pin).

@@ -207,7 +207,10 @@ mod tests {
         assert!(!schedule.should_load(new, start + 29 * second));
         assert!(schedule.should_load(new, start + 30 * second));
         schedule.loaded();
-        assert!(!schedule.should_load(new, start + 3600 * second), "loaded: done");
+        assert!(
+            !schedule.should_load(new, start + 3600 * second),
+            "loaded: done"
+        );
     }
 
     #[test]
@@ -219,7 +222,10 @@ mod tests {
             schedule.failed(start);
         }
         assert_eq!(schedule.failed(start), MAX_RETRY_DELAY);
-        assert!(schedule.should_load(Some([4; 32]), start), "new inputs at once");
+        assert!(
+            schedule.should_load(Some([4; 32]), start),
+            "new inputs at once"
+        );
         assert_eq!(schedule.failed(start), Duration::from_secs(10));
     }
 }

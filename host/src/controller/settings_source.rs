@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use sha2::{Digest as _, Sha256};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 use crate::config::{Settings, read_settings};
 use crate::swf::api_server_env::{
@@ -60,7 +60,11 @@ impl SettingsPin {
             .next()
             .unwrap_or_default()
             .to_ascii_lowercase();
-        let pinned = if pinned.starts_with("sha256:") { pinned } else { format!("sha256:{pinned}") };
+        let pinned = if pinned.starts_with("sha256:") {
+            pinned
+        } else {
+            format!("sha256:{pinned}")
+        };
         let found = format!("sha256:{}", hex::encode(Sha256::digest(bytes)));
         if found != pinned {
             return Err(SettingsPinMismatch {
@@ -175,7 +179,8 @@ mod tests {
 
     #[test]
     fn pinned_settings_are_read_only_with_their_digest() {
-        let dir = std::env::temp_dir().join(format!("pipewarden-settings-pin-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("pipewarden-settings-pin-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (path, pin_file) = (dir.join("settings.json"), dir.join("settings.sha256"));
         std::fs::write(&path, r#"{"notify":"all"}"#).unwrap();
@@ -184,14 +189,26 @@ mod tests {
         let check = |pin: SettingsPin| pin.check(&path, &std::fs::read(&path).unwrap());
         assert!(check(SettingsPin::None).is_ok());
         assert!(check(SettingsPin::Digest(format!("sha256:{digest}"))).is_ok());
-        assert!(check(SettingsPin::Digest(digest.to_uppercase())).is_ok(), "bare hex, any case");
+        assert!(
+            check(SettingsPin::Digest(digest.to_uppercase())).is_ok(),
+            "bare hex, any case"
+        );
         std::fs::write(&pin_file, format!("{digest}  settings.json\n")).unwrap();
-        assert!(check(SettingsPin::File(pin_file.clone())).is_ok(), "sha256sum's output");
+        assert!(
+            check(SettingsPin::File(pin_file.clone())).is_ok(),
+            "sha256sum's output"
+        );
         std::fs::write(&pin_file, "sha256:0123\n").unwrap();
         let error = check(SettingsPin::File(pin_file.clone())).unwrap_err();
-        assert!(error.downcast_ref::<SettingsPinMismatch>().is_some(), "re-read: {error:#}");
+        assert!(
+            error.downcast_ref::<SettingsPinMismatch>().is_some(),
+            "re-read: {error:#}"
+        );
         let error = check(SettingsPin::Digest("sha256:00".into())).unwrap_err();
-        assert!(format!("{error}").contains(&format!("have digest sha256:{digest}")), "{error}");
+        assert!(
+            format!("{error}").contains(&format!("have digest sha256:{digest}")),
+            "{error}"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -115,7 +115,13 @@ fn peak_rss_mib() -> usize {
     status
         .lines()
         .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        .and_then(|kb| {
+            kb.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<usize>()
+                .ok()
+        })
         .map_or(0, |kb| kb / 1024)
 }
 
@@ -123,7 +129,11 @@ fn peak_rss_mib() -> usize {
 fn sixteen_guests_asking_for_64_mib_of_random_at_once_each_fail_and_rss_stays_bounded() {
     let engine = engine();
     let component = Arc::new(random_component(&engine));
-    assert_eq!(ask_random(&engine, &component, 32), Ok(()), "a seed's worth");
+    assert_eq!(
+        ask_random(&engine, &component, 32),
+        Ok(()),
+        "a seed's worth"
+    );
     assert_eq!(ask_random(&engine, &component, MAX_RANDOM_BYTES), Ok(()));
 
     // Resets the peak (VmHWM) to the current RSS, so the peak below is this test's.
@@ -136,7 +146,9 @@ fn sixteen_guests_asking_for_64_mib_of_random_at_once_each_fail_and_rss_stays_bo
                 scope.spawn(move || ask_random(&engine, &component, 64 * MIB as u64))
             })
             .collect();
-        asks.into_iter().map(|ask| ask.join().expect("thread")).collect()
+        asks.into_iter()
+            .map(|ask| ask.join().expect("thread"))
+            .collect()
     });
     let peak = peak_rss_mib();
     println!(

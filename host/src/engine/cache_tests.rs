@@ -41,7 +41,10 @@ fn an_artifact_copied_under_another_policys_name_is_a_miss() {
     );
     std::fs::copy(&a, &b).unwrap();
     std::fs::copy(mac_path(&a), mac_path(&b)).unwrap();
-    assert!(cache.load(&engine, B).is_none(), "swapped in: compiled again");
+    assert!(
+        cache.load(&engine, B).is_none(),
+        "swapped in: compiled again"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 

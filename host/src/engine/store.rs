@@ -186,9 +186,15 @@ mod tests {
         let mut cap = MemoryCap::new(64 << 20);
         assert!(cap.grant(0, 40 << 20), "a first memory within the cap");
         assert!(cap.grant(40 << 20, 48 << 20), "growing it within the cap");
-        assert!(!cap.grant(0, 32 << 20), "a second memory past the cap together");
+        assert!(
+            !cap.grant(0, 32 << 20),
+            "a second memory past the cap together"
+        );
         assert!(cap.exceeded);
-        assert!(cap.grant(0, 16 << 20), "a second memory that fits beside the first");
+        assert!(
+            cap.grant(0, 16 << 20),
+            "a second memory that fits beside the first"
+        );
         assert!(!cap.grant(16 << 20, 17 << 20), "not one byte more");
     }
 }

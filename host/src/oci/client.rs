@@ -313,7 +313,14 @@ fn verify_cached(
         cache
             .get("blobs", &layer.payload_digest)
             .is_some_and(|payload| {
-                signature::verify(key, &payload, &layer.signature, manifest_digest, &reference.repository_name()).is_ok()
+                signature::verify(
+                    key,
+                    &payload,
+                    &layer.signature,
+                    manifest_digest,
+                    &reference.repository_name(),
+                )
+                .is_ok()
             })
     });
     if verified { Ok(()) } else { Err(missing()) }
@@ -391,7 +398,13 @@ async fn verify_remote(
             ));
             continue;
         }
-        match signature::verify(key, &sink.bytes, &layer.signature, manifest_digest, &pinned.repository_name()) {
+        match signature::verify(
+            key,
+            &sink.bytes,
+            &layer.signature,
+            manifest_digest,
+            &pinned.repository_name(),
+        ) {
             Ok(()) => {
                 if let Some(cache) = cache {
                     cache.put("blobs", &sink.bytes);

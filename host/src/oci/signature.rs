@@ -197,8 +197,14 @@ mod tests {
         let (pair, key) = key_pair();
         let signed = payload("sha256:aa");
         let signature = sign(&pair, &signed);
-        let error = verify(&key, &signed, &signature, "sha256:aa", "mirror.example/policy")
-            .unwrap_err();
+        let error = verify(
+            &key,
+            &signed,
+            &signature,
+            "sha256:aa",
+            "mirror.example/policy",
+        )
+        .unwrap_err();
         assert!(
             error.contains("made for \"registry.example/policy\", not for mirror.example/policy"),
             "{error}"

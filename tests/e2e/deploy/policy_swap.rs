@@ -136,7 +136,10 @@ async fn a_policy_swapped_on_disk_is_used_and_a_broken_one_is_refused() -> Resul
 fn driver_image(swf: &DynamicObject) -> Result<String> {
     let images = pipewarden_tests::swf_support::driver_images(swf)?;
     ensure!(!images.is_empty(), "no driver template");
-    ensure!(images.iter().all(|i| i == &images[0]), "drivers differ: {images:?}");
+    ensure!(
+        images.iter().all(|i| i == &images[0]),
+        "drivers differ: {images:?}"
+    );
     Ok(images[0].clone())
 }
 
@@ -153,7 +156,10 @@ async fn settings_changed_without_their_pin_are_refused_and_the_previous_ones_re
     let mut volume = PolicyVolume::new(dir.path());
     let mut files = policy_files(&built_policy("kfp-default"), &repo_path(DEFAULT_SETTINGS))?;
     let settings_pin = |settings: &[u8]| -> Result<(&'static str, Vec<u8>)> {
-        Ok(("settings.sha256", format!("{}\n", sha256_pin(settings)?).into_bytes()))
+        Ok((
+            "settings.sha256",
+            format!("{}\n", sha256_pin(settings)?).into_bytes(),
+        ))
     };
     files.push(settings_pin(&files[2].1)?);
     volume.publish(&files)?;

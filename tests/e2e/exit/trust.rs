@@ -86,7 +86,12 @@ async fn a_receiver_accepts_every_notification_by_its_signature_and_token() -> R
     let refused: Vec<&Delivery> = seen.iter().filter(|d| !trusted(d)).collect();
     let signatures: BTreeMap<&str, &str> = seen
         .iter()
-        .filter_map(|d| Some((d.key.as_str(), d.headers.get("x-pipewarden-signature")?.as_str())))
+        .filter_map(|d| {
+            Some((
+                d.key.as_str(),
+                d.headers.get("x-pipewarden-signature")?.as_str(),
+            ))
+        })
         .collect();
     println!(
         "{} requests for {WORKFLOWS} completions, {} refused by the receiver",
@@ -94,9 +99,15 @@ async fn a_receiver_accepts_every_notification_by_its_signature_and_token() -> R
         refused.len()
     );
     ensure!(refused.is_empty(), "refused: {refused:?}");
-    ensure!(seen.len() == WORKFLOWS, "one request per completion: {seen:?}");
+    ensure!(
+        seen.len() == WORKFLOWS,
+        "one request per completion: {seen:?}"
+    );
     let distinct: std::collections::BTreeSet<&&str> = signatures.values().collect();
-    ensure!(distinct.len() == WORKFLOWS, "each body has its own signature");
+    ensure!(
+        distinct.len() == WORKFLOWS,
+        "each body has its own signature"
+    );
     std::fs::remove_dir_all(dir)?;
     Ok(())
 }

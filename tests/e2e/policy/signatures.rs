@@ -130,12 +130,16 @@ async fn only_a_policy_signed_with_the_key_loads() -> Result<()> {
     // The signed artifact and its signature copied to another repository: the signature names
     // the repository it was made for (identity.docker-reference), so the copy does not load.
     let mirror = format!("{}/mirror", registry.host);
-    let crane = |from: String, to: String| run(Command::new(tool("crane")?).args(["copy", &from, &to]));
+    let crane =
+        |from: String, to: String| run(Command::new(tool("crane")?).args(["copy", &from, &to]));
     crane(
         pinned.trim_start_matches("oci://").to_owned(),
         format!("{mirror}:copied"),
     )?;
-    crane(signatures(&pinned), format!("{mirror}:sha256-{}.sig", digest(&pinned)))?;
+    crane(
+        signatures(&pinned),
+        format!("{mirror}:sha256-{}.sig", digest(&pinned)),
+    )?;
     let mirrored = format!("oci://{mirror}@sha256:{}", digest(&pinned));
     let copied = load(dir, &mirrored, &ours)?.expect_err("a copy in another repository loaded");
     ensure!(

@@ -212,8 +212,9 @@ impl RequestLog {
     /// The layer that logs each request here.
     fn layer(
         &self,
-    ) -> tower::util::MapRequestLayer<impl Fn(http::Request<Body>) -> http::Request<Body> + Clone + use<>>
-    {
+    ) -> tower::util::MapRequestLayer<
+        impl Fn(http::Request<Body>) -> http::Request<Body> + Clone + use<>,
+    > {
         let log = self.0.clone();
         tower::util::MapRequestLayer::new(move |request: http::Request<Body>| {
             let target = request

@@ -82,7 +82,9 @@ impl Webhook {
         let builder = Client::builder(TokioExecutor::new());
         let transport = match (uri.scheme_str(), &options.ca_file) {
             (Some("http"), Some(_)) => {
-                anyhow::bail!("--exit-webhook-ca-file is given but --exit-webhook-url {url} is not https://")
+                anyhow::bail!(
+                    "--exit-webhook-ca-file is given but --exit-webhook-url {url} is not https://"
+                )
             }
             (Some("http"), None) => {
                 if !options.allow_http && !is_loopback(uri.host().unwrap_or_default()) {
@@ -201,7 +203,8 @@ pub fn signature(key: &[u8], body: &[u8]) -> String {
 /// A key or token file's contents, surrounding whitespace trimmed (a Secret made with
 /// `--from-file` often ends in a newline); empty is an error.
 fn read_secret(flag: &str, path: &Path) -> anyhow::Result<Vec<u8>> {
-    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
     let trimmed = bytes.trim_ascii();
     if trimmed.is_empty() {
         anyhow::bail!("{flag} {}: the file is empty", path.display());

@@ -12,7 +12,8 @@ fn refused(url: &str, options: &WebhookOptions) -> String {
 }
 
 fn file(name: &str, contents: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("pipewarden-webhook-{name}-{}", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("pipewarden-webhook-{name}-{}", std::process::id()));
     std::fs::write(&path, contents).unwrap();
     path
 }
@@ -22,7 +23,11 @@ fn plain_http_is_refused_off_loopback_unless_allowed() {
     let none = WebhookOptions::default();
     let error = refused("http://receiver.team-a.svc:8080/", &none);
     assert!(error.contains("--exit-webhook-allow-http"), "{error}");
-    for loopback in ["http://127.0.0.1:9/", "http://localhost/", "http://[::1]:80/"] {
+    for loopback in [
+        "http://127.0.0.1:9/",
+        "http://localhost/",
+        "http://[::1]:80/",
+    ] {
         Webhook::new(loopback, &none).unwrap();
     }
     let allowed = WebhookOptions {
@@ -47,7 +52,10 @@ fn an_empty_or_missing_key_or_token_file_is_a_configuration_error() {
         ..WebhookOptions::default()
     };
     let error = refused("http://127.0.0.1/", &empty);
-    assert!(error.contains("--exit-webhook-signing-key-file") && error.contains("empty"), "{error}");
+    assert!(
+        error.contains("--exit-webhook-signing-key-file") && error.contains("empty"),
+        "{error}"
+    );
     let missing = WebhookOptions {
         token_file: Some("/nonexistent/token".into()),
         ..WebhookOptions::default()
@@ -115,7 +123,10 @@ async fn a_signed_request_verifies_under_the_key_and_carries_the_token_read_per_
         "and only for this body"
     );
     assert_eq!(headers["authorization"], "Bearer token-one");
-    assert_eq!(seen[1].0["authorization"], "Bearer token-two", "a rotated token is used");
+    assert_eq!(
+        seen[1].0["authorization"], "Bearer token-two",
+        "a rotated token is used"
+    );
 }
 
 #[tokio::test]

@@ -43,7 +43,12 @@ impl Decided {
 
     /// SWFs decided under `fingerprint`, of the `known` ones `present` says still exist. The
     /// deleted are forgotten here once they outnumber what is known.
-    pub fn count(&self, fingerprint: Fingerprint, known: usize, present: impl Fn(&str) -> bool) -> usize {
+    pub fn count(
+        &self,
+        fingerprint: Fingerprint,
+        known: usize,
+        present: impl Fn(&str) -> bool,
+    ) -> usize {
         let mut state = self.lock();
         if state.fingerprint != Some(fingerprint) {
             return 0;
