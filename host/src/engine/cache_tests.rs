@@ -85,7 +85,7 @@ fn a_cache_directory_others_may_write_is_not_used() {
     cache.store(&engine, A, &one);
     assert!(!cache.artifact_path(&engine, A).exists(), "nothing stored");
     assert!(cache.load(&engine, A).is_none());
-    let error = open_key(&dir).err().expect("refused").to_string();
+    let error = open_key(&dir).expect_err("refused").to_string();
     assert!(error.contains("others may change it"), "{error}");
     std::fs::remove_dir_all(dir).unwrap();
 }
