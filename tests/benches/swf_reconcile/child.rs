@@ -11,7 +11,7 @@ use pipewarden::config::read_settings;
 use pipewarden::engine::{Policy, PolicyOptions, RenderContext};
 use serde::{Deserialize, Serialize};
 
-use crate::{jobs, rss, upstream};
+use crate::{cpu, jobs, rss, upstream};
 use pipewarden_tests::swf_support::*;
 
 pub const ROLE: &str = "PIPEWARDEN_BENCH_ROLE";
@@ -32,6 +32,8 @@ const RESYNC: &str = "30s";
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Measured {
     pub wall_secs: f64,
+    /// CPU seconds of the process over the pass (the API server's own are not in it).
+    pub cpu_secs: f64,
     pub swf_reads: usize,
     pub swf_writes: usize,
     pub events: usize,
@@ -116,10 +118,11 @@ async fn upstream_side() -> Result<Measured> {
     };
     let log = RequestLog::default();
     let api = swfs(&client(&log).await?, &namespace);
-    let started = Instant::now();
+    let (started, cpu_before) = (Instant::now(), cpu::seconds());
     upstream::reconcile_all(&api, &jobs, &policy, &context).await?;
     let wall = started.elapsed();
-    Ok(measured(wall, &log.all(), vec![rss::now_kib()]))
+    let cpu_secs = cpu::seconds() - cpu_before;
+    Ok(measured(wall, cpu_secs, &log.all(), vec![rss::now_kib()]))
 }
 
 async fn pipewarden_side() -> Result<Measured> {
@@ -146,12 +149,13 @@ async fn pipewarden_side() -> Result<Measured> {
         args = args.set("--swf-resync", RESYNC);
     }
     let args = args.parse()?;
-    let started = Instant::now();
+    let (started, cpu_before) = (Instant::now(), cpu::seconds());
     let running = Running {
         handle: pipewarden::controller::start(args, client).await?,
         requests: log.clone(),
     };
     let mut wall = Duration::ZERO;
+    let mut cpu_secs = 0.0;
     let mut rss_after_pass = Vec::new();
     for pass in 1..=passes {
         let what = format!("{} `{outcome}` decisions", count * pass);
@@ -161,6 +165,7 @@ async fn pipewarden_side() -> Result<Measured> {
         .await?;
         if pass == 1 {
             wall = started.elapsed();
+            cpu_secs = cpu::seconds() - cpu_before;
             report_other_decisions(&running, &outcome);
         }
         rss_after_pass.push(rss::now_kib());
@@ -186,7 +191,7 @@ async fn pipewarden_side() -> Result<Measured> {
     let requests = log.all();
     running.stop().await;
     let _ = std::fs::remove_dir_all(&cache);
-    Ok(measured(wall, &requests, rss_after_pass))
+    Ok(measured(wall, cpu_secs, &requests, rss_after_pass))
 }
 
 /// Says on stderr how many decisions of the first pass had another outcome than the one
@@ -207,7 +212,12 @@ fn report_other_decisions(running: &Running, measured: &str) {
     }
 }
 
-fn measured(wall: Duration, requests: &[(Method, String)], rss_after_pass: Vec<u64>) -> Measured {
+fn measured(
+    wall: Duration,
+    cpu_secs: f64,
+    requests: &[(Method, String)],
+    rss_after_pass: Vec<u64>,
+) -> Measured {
     let swf = |r: &&(Method, String)| r.1.contains("/scheduledworkflows");
     let (reads, writes): (Vec<_>, Vec<_>) = requests
         .iter()
@@ -215,6 +225,7 @@ fn measured(wall: Duration, requests: &[(Method, String)], rss_after_pass: Vec<u
         .partition(|r| r.0 == Method::GET);
     Measured {
         wall_secs: wall.as_secs_f64(),
+        cpu_secs,
         swf_reads: reads.len(),
         swf_writes: writes.len(),
         events: count_events(requests),

@@ -2,12 +2,14 @@
 //! beside the upstream baseline (`upstream.rs`), each on its own copy of the SWFs, each with a
 //! first pass (every SWF stale) and a restart (nothing to do; pipewarden's restart also runs
 //! two resyncs, to show its memory stays flat). Each run is a process of its own (`child.rs`),
-//! so its peak RSS is its own; requests are counted by a layer on its client.
+//! so its peak RSS and its CPU time (user + system, `/proc/self/stat`, over the pass) are its
+//! own; requests are counted by a layer on its client.
 //!
 //! `make bench-swf` (`SWFS=N`, default 2,000), `make bench-swf-10k`, or
 //! `PIPEWARDEN_BENCH_SWFS=N cargo bench -p pipewarden-tests --bench swf_reconcile`.
 
 mod child;
+mod cpu;
 mod rss;
 mod upstream;
 
@@ -143,23 +145,29 @@ fn print_table(count: usize, rows: &[Row]) {
         "run",
         "wall",
         "vs upstream",
+        "CPU-s/1k SWFs",
+        "CPU vs upstream",
         "SWF reads",
         "SWF writes",
         "Events",
         "requests/SWF",
         "peak RSS",
     ];
-    let cells: Vec<[String; 8]> = rows
+    let cells: Vec<[String; 10]> = rows
         .iter()
         .map(|row| {
             let m = &row.measured;
-            let ratio = row.baseline.map_or("-".to_owned(), |b| {
-                format!("{:.2}x", m.wall_secs / rows[b].measured.wall_secs)
-            });
+            let ratio = |of: fn(&child::Measured) -> f64| {
+                row.baseline.map_or("-".to_owned(), |b| {
+                    format!("{:.2}x", of(m) / of(&rows[b].measured))
+                })
+            };
             [
                 row.run.to_owned(),
                 format!("{:.2} s", m.wall_secs),
-                ratio,
+                ratio(|m| m.wall_secs),
+                format!("{:.2}", m.cpu_secs * 1000.0 / count as f64),
+                ratio(|m| m.cpu_secs),
                 m.swf_reads.to_string(),
                 m.swf_writes.to_string(),
                 m.events.to_string(),
