@@ -1,6 +1,9 @@
 //! Registry credentials from a Docker config file: `~/.docker/config.json`, or a Kubernetes
 //! pull secret mounted as a file (`.dockerconfigjson`, the same format; the legacy
-//! `.dockercfg`, the `auths` map alone, is read too). Credential helpers are not run.
+//! `.dockercfg`, the `auths` map alone, is read too). Credential helpers are run as Docker
+//! runs them: `credHelpers` names one per registry, `credsStore` one for every registry whose
+//! `auths` entry holds no credentials (Docker leaves an empty entry there); the helper is
+//! `docker-credential-<name> get`, given the registry on stdin, answering JSON.
 
 use std::path::{Path, PathBuf};
 
@@ -33,7 +36,86 @@ pub fn for_registry(file: Option<&Path>, registry: &str) -> Result<RegistryAuth,
     };
     let text = std::fs::read_to_string(file).map_err(|e| bad(e.to_string()))?;
     let config: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    lookup(&config, registry).map_err(bad)
+    match helper_for(&config, registry) {
+        Some(helper) => run_helper(
+            std::path::Path::new(&format!("docker-credential-{helper}")),
+            registry,
+        )
+        .map_err(bad),
+        None => lookup(&config, registry).map_err(bad),
+    }
+}
+
+/// The credential helper for `registry`: its `credHelpers` entry, else `credsStore` unless
+/// the `auths` entry holds credentials of its own. Pure, for tests.
+pub fn helper_for(config: &Value, registry: &str) -> Option<String> {
+    fn named<'a>(map: Option<&'a Value>, registry: &str) -> Option<&'a Value> {
+        map?.as_object()?
+            .iter()
+            .find(|(key, _)| normalize(key) == normalize(registry))
+            .map(|(_, value)| value)
+    }
+    if let Some(helper) = named(config.get("credHelpers"), registry).and_then(Value::as_str) {
+        return Some(helper.to_owned());
+    }
+    let store = config.get("credsStore").and_then(Value::as_str)?;
+    let inline = named(config.get("auths"), registry)
+        .and_then(Value::as_object)
+        .is_some_and(|entry| {
+            ["auth", "username", "registrytoken", "identitytoken"]
+                .iter()
+                .any(|key| {
+                    entry
+                        .get(*key)
+                        .and_then(Value::as_str)
+                        .is_some_and(|v| !v.is_empty())
+                })
+        });
+    (!inline && !store.is_empty()).then(|| store.to_owned())
+}
+
+/// Asks `program` (`docker-credential-<name>`) for `registry`'s credentials. Not found is
+/// anonymous, as with Docker; a helper that cannot be run or answers garbage is an error.
+pub fn run_helper(program: &Path, registry: &str) -> Result<RegistryAuth, String> {
+    use std::io::Write as _;
+    let name = program.display();
+    let mut child = std::process::Command::new(program)
+        .arg("get")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run the credential helper {name}: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(registry.as_bytes())
+            .map_err(|e| format!("{name}: {e}"))?;
+    }
+    let output = child
+        .wait_with_output()
+        .map_err(|e| format!("{name}: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        if stdout.contains("credentials not found") {
+            return Ok(RegistryAuth::Anonymous);
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!(
+            "the credential helper {name} failed for {registry}: {}",
+            format!("{} {}", stdout.trim(), stderr.trim()).trim()
+        ));
+    }
+    let answer: Value = serde_json::from_str(&stdout)
+        .map_err(|e| format!("the credential helper {name} answered no JSON: {e}"))?;
+    let field = |key: &str| answer.get(key).and_then(Value::as_str).unwrap_or_default();
+    match (field("Username"), field("Secret")) {
+        (_, "") => Err(format!(
+            "the credential helper {name} gave no secret for {registry}"
+        )),
+        // Docker's marker for an identity token in place of a password.
+        ("<token>", token) => Ok(RegistryAuth::Bearer(token.to_owned())),
+        (user, secret) => Ok(RegistryAuth::Basic(user.to_owned(), secret.to_owned())),
+    }
 }
 
 /// Finds `registry` in a parsed config; pure, for tests.
@@ -104,6 +186,80 @@ mod tests {
             let found = basic(lookup(&config, "registry.example:5000").unwrap());
             assert_eq!(found, Some(("robot".into(), "s3cret".into())));
         }
+    }
+
+    #[test]
+    fn credential_helpers_are_chosen_as_docker_chooses_them() {
+        let config = json!({
+            "credsStore": "desktop",
+            "credHelpers": {"gcr.example": "gcloud"},
+            "auths": {"registry.example": {}, "inline.example": {"auth": "cm9ib3Q6cw=="}}
+        });
+        assert_eq!(
+            helper_for(&config, "gcr.example").as_deref(),
+            Some("gcloud")
+        );
+        assert_eq!(
+            helper_for(&config, "registry.example").as_deref(),
+            Some("desktop")
+        );
+        assert_eq!(
+            helper_for(&config, "unlisted.example").as_deref(),
+            Some("desktop")
+        );
+        assert_eq!(
+            helper_for(&config, "inline.example"),
+            None,
+            "its own credentials"
+        );
+        assert_eq!(helper_for(&json!({"auths": {}}), "registry.example"), None);
+    }
+
+    /// A helper speaking Docker's protocol: the registry on stdin, JSON on stdout.
+    fn helper(dir: &Path, script: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        let path = dir.join("docker-credential-test");
+        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_helper_is_asked_for_the_registry_and_its_answer_used() {
+        let dir =
+            std::env::temp_dir().join(format!("pipewarden-cred-helper-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let answers = helper(
+            &dir,
+            r#"[ "$1" = get ] || exit 3
+read registry
+case "$registry" in
+  registry.example) echo '{"ServerURL":"registry.example","Username":"robot","Secret":"s3cret"}' ;;
+  token.example) echo '{"Username":"<token>","Secret":"refresh"}' ;;
+  *) echo 'credentials not found in native keychain'; exit 1 ;;
+esac"#,
+        );
+        assert_eq!(
+            basic(run_helper(&answers, "registry.example").unwrap()),
+            Some(("robot".into(), "s3cret".into()))
+        );
+        assert!(matches!(
+            run_helper(&answers, "token.example").unwrap(),
+            RegistryAuth::Bearer(token) if token == "refresh"
+        ));
+        assert!(matches!(
+            run_helper(&answers, "other.example").unwrap(),
+            RegistryAuth::Anonymous
+        ));
+        let broken = helper(&dir, "echo 'no keychain here' >&2; exit 1");
+        let error = run_helper(&broken, "registry.example").unwrap_err();
+        assert!(error.contains("no keychain here"), "{error}");
+        let error = run_helper(&dir.join("docker-credential-missing"), "r.example").unwrap_err();
+        assert!(
+            error.contains("cannot run the credential helper"),
+            "{error}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -326,6 +326,52 @@ fn verify_cached(
     if verified { Ok(()) } else { Err(missing()) }
 }
 
+/// The artifact type of a Sigstore bundle attached as an OCI referrer (cosign v3's default).
+const SIGSTORE_BUNDLE_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+
+/// Referrers looked at for a bundle; a policy carries a handful at most.
+const MAX_REFERRERS: usize = 16;
+
+/// When a policy has no classic `.sig` signature: the error saying it carries a Sigstore bundle
+/// instead, if one of its OCI referrers is one (None when none is, or the registry cannot say).
+/// Each referrer's own manifest is read: the referrers tag schema's index may give the config's
+/// media type as the artifact type (cosign 2.6 writes it so).
+async fn bundle_only(client: &Client, auth: &RegistryAuth, pinned: &PolicyRef) -> Option<OciError> {
+    let referrers = client
+        .pull_referrers(&pinned.client_reference(), None)
+        .await
+        .ok()?;
+    for entry in referrers.manifests.iter().take(MAX_REFERRERS) {
+        let referrer = PolicyRef {
+            tag: None,
+            digest: Some(entry.digest.clone()),
+            ..pinned.clone()
+        };
+        let Ok((manifest, _)) = client
+            .pull_manifest_raw(&referrer.client_reference(), auth, &[MANIFEST_MEDIA_TYPE])
+            .await
+        else {
+            continue;
+        };
+        let Ok(manifest) = serde_json::from_slice::<serde_json::Value>(&manifest) else {
+            continue;
+        };
+        let is_bundle = |value: &serde_json::Value| value.as_str() == Some(SIGSTORE_BUNDLE_TYPE);
+        let layers = manifest["layers"].as_array().into_iter().flatten();
+        if is_bundle(&manifest["artifactType"])
+            || layers
+                .into_iter()
+                .any(|layer| is_bundle(&layer["mediaType"]))
+        {
+            return Some(OciError::BundleOnly {
+                reference: pinned.to_string(),
+                artifact_type: SIGSTORE_BUNDLE_TYPE.to_owned(),
+            });
+        }
+    }
+    None
+}
+
 /// Fetches the cosign signatures of `manifest_digest` and requires one to verify with `key`;
 /// keeps what verified in the cache, so an offline restart can check it again.
 async fn verify_remote(
@@ -352,10 +398,12 @@ async fn verify_remote(
         .map_err(|e| classify(pinned, e))
     {
         Err(OciError::ManifestNotFound { .. }) => {
-            return Err(OciError::Unsigned {
-                reference: pinned.to_string(),
-                signature_tag: tag,
-            });
+            return Err(bundle_only(client, auth, pinned)
+                .await
+                .unwrap_or(OciError::Unsigned {
+                    reference: pinned.to_string(),
+                    signature_tag: tag,
+                }));
         }
         other => other?,
     };

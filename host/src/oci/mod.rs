@@ -69,6 +69,16 @@ pub enum OciError {
         reference: String,
         signature_tag: String,
     },
+    #[error(
+        "policy {reference} is signed only in cosign's bundle format (an OCI referrer of type \
+         {artifact_type}, cosign v3's default), which pipewarden does not verify; sign it in \
+         the classic format as well: cosign sign --new-bundle-format=false \
+         --use-signing-config=false --key cosign.key <reference>"
+    )]
+    BundleOnly {
+        reference: String,
+        artifact_type: String,
+    },
     #[error("policy {reference}: no signature verifies with the key: {why}")]
     BadSignature { reference: String, why: String },
 }

@@ -1,7 +1,8 @@
 //! Registry credentials against a registry that requires them (CNCF distribution with an
 //! htpasswd file): a push and a pull with a Docker config file, a pull with a Kubernetes pull
-//! secret mounted as a file; without credentials or with wrong ones, an error naming the
-//! reference, and nothing cached.
+//! secret mounted as a file, or from the credential helper a Docker config names
+//! (`credsStore`, as `docker login` leaves it on a desktop); without credentials or with wrong
+//! ones, an error naming the reference, and nothing cached.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -16,7 +17,17 @@ const USER: &str = "policy-reader";
 const PASSWORD: &str = "s3cret-for-tests";
 
 fn pipewarden(args: &[&str]) -> Result<Output> {
-    Command::new(pipewarden_binary()?)
+    pipewarden_with_helpers(args, None)
+}
+
+/// [`pipewarden`] with `helpers` (a directory of `docker-credential-*` programs) first on PATH.
+fn pipewarden_with_helpers(args: &[&str], helpers: Option<&Path>) -> Result<Output> {
+    let mut command = Command::new(pipewarden_binary()?);
+    if let Some(dir) = helpers {
+        let path = std::env::var("PATH").unwrap_or_default();
+        command.env("PATH", format!("{}:{path}", dir.display()));
+    }
+    command
         .args(args)
         .env_remove("PIPEWARDEN_POLICY")
         .env_remove("PIPEWARDEN_REGISTRY_AUTH_FILE")
@@ -129,6 +140,84 @@ async fn a_registry_that_requires_login_is_read_with_a_docker_config_or_a_pull_s
             registry.log_tail()
         );
     }
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+/// A credential helper speaking Docker's protocol (`get`, the registry on stdin, JSON out),
+/// answering for `host` only.
+fn write_helper(dir: &Path, name: &str, host: &str) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(format!("docker-credential-{name}"));
+    let script = format!(
+        "#!/bin/sh\n[ \"$1\" = get ] || exit 3\nread registry\nif [ \"$registry\" = \"{host}\" ]; then\n  \
+         echo '{{\"ServerURL\":\"{host}\",\"Username\":\"{USER}\",\"Secret\":\"{PASSWORD}\"}}'\nelse\n  \
+         echo 'credentials not found in native keychain'; exit 1\nfi\n"
+    );
+    std::fs::write(&path, script)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_docker_config_with_a_credential_store_is_read_through_its_helper() -> Result<()> {
+    let registry = Registry::start_with_login(USER, PASSWORD).await?;
+    let dir = std::env::temp_dir().join(format!("pipewarden-cred-store-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    write_helper(&dir, "pipewarden-test", &registry.host)?;
+    write_helper(&dir, "elsewhere", "other.example")?;
+    // What `docker login` leaves with a credential store: an empty entry, no password.
+    let stored = write_json(
+        &dir,
+        "config.json",
+        &json!({"auths": {registry.host.clone(): {}}, "credsStore": "pipewarden-test"}),
+    )?;
+    let elsewhere = write_json(
+        &dir,
+        "elsewhere.json",
+        &json!({"auths": {registry.host.clone(): {}}, "credsStore": "elsewhere"}),
+    )?;
+    let wasm = built_policy("kfp-default");
+    let wasm = wasm.to_str().context("policy path")?;
+    let target = format!("{}:0.1.0", registry.oci("policies/stored"));
+    let push = |auth: &Path| -> Result<Output> {
+        pipewarden_with_helpers(
+            &[
+                "policy",
+                "push",
+                wasm,
+                &target,
+                "--registry-auth-file",
+                auth.to_str().unwrap(),
+            ],
+            Some(&dir),
+        )
+    };
+    let refused = push(&elsewhere)?;
+    ensure!(
+        !refused.status.success() && stderr(&refused).contains("policies/stored"),
+        "pushed without the store's credentials: {}",
+        stderr(&refused)
+    );
+    let pushed = push(&stored)?;
+    ensure!(pushed.status.success(), "push failed: {}", stderr(&pushed));
+    let pinned = String::from_utf8_lossy(&pushed.stdout).trim().to_owned();
+    let cache = dir.join("cache");
+    let cache = cache.to_str().context("cache path")?;
+    let pulled = pipewarden_with_helpers(
+        &[
+            "precompile",
+            "--policy",
+            &pinned,
+            "--cache-dir",
+            cache,
+            "--registry-auth-file",
+            stored.to_str().context("auth path")?,
+        ],
+        Some(&dir),
+    )?;
+    ensure!(pulled.status.success(), "pull failed: {}", stderr(&pulled));
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

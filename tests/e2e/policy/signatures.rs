@@ -1,7 +1,8 @@
 //! Keyed cosign signatures on policy artifacts, signed by the real `cosign` on a real registry:
 //! `--policy-verify-key` loads a policy signed with its key, and refuses one that is unsigned,
 //! signed with another key, changed after signing (the signature names another digest), or
-//! copied to another repository (the signature names the one it was made for).
+//! copied to another repository (the signature names the one it was made for); one signed only
+//! in cosign's bundle format (an OCI referrer) is refused naming the format.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -43,6 +44,12 @@ fn key_pair(dir: &Path, name: &str) -> Result<PathBuf> {
 }
 
 fn sign(dir: &Path, keys: &Path, pinned: &str) -> Result<()> {
+    sign_as(dir, keys, pinned, false)
+}
+
+/// Signs with cosign; `bundle`: in the Sigstore bundle format, attached as an OCI referrer
+/// (what cosign v3 does by default) instead of the classic `.sig` tag.
+fn sign_as(dir: &Path, keys: &Path, pinned: &str, bundle: bool) -> Result<()> {
     let key = keys.join("cosign.key");
     run(cosign(dir)?.args([
         "sign",
@@ -50,6 +57,7 @@ fn sign(dir: &Path, keys: &Path, pinned: &str) -> Result<()> {
         key.to_str().unwrap(),
         "--tlog-upload=false",
         "--allow-http-registry",
+        &format!("--new-bundle-format={bundle}"),
         pinned.trim_start_matches("oci://"),
     ]))?;
     Ok(())
@@ -145,6 +153,16 @@ async fn only_a_policy_signed_with_the_key_loads() -> Result<()> {
     ensure!(
         copied.contains("was made for") && copied.contains("/signed"),
         "{copied}"
+    );
+
+    // Signed only in the bundle format: refused, saying which format and how to sign instead.
+    // An artifact of its own: the copied signature above already sits beside the downstream one.
+    let bundled = push(&registry, "hostile-policy", "bundled")?;
+    sign_as(dir, &ours, &bundled, true)?;
+    let refused = load(dir, &bundled, &ours)?.expect_err("a bundle-only policy loaded");
+    ensure!(
+        refused.contains("bundle format") && refused.contains("--new-bundle-format=false"),
+        "{refused}"
     );
     Ok(())
 }
