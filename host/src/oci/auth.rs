@@ -49,12 +49,17 @@ pub fn for_registry(file: Option<&Path>, registry: &str) -> Result<RegistryAuth,
 /// The credential helper for `registry`: its `credHelpers` entry, else `credsStore` unless
 /// the `auths` entry holds credentials of its own. Pure, for tests.
 pub fn helper_for(config: &Value, registry: &str) -> Option<String> {
-    let named = |key: &str| entry_for(config.get(key)?.as_object()?, registry);
-    if let Some(helper) = named("credHelpers").and_then(Value::as_str) {
+    fn named<'a>(map: Option<&'a Value>, registry: &str) -> Option<&'a Value> {
+        map?.as_object()?
+            .iter()
+            .find(|(key, _)| normalize(key) == normalize(registry))
+            .map(|(_, value)| value)
+    }
+    if let Some(helper) = named(config.get("credHelpers"), registry).and_then(Value::as_str) {
         return Some(helper.to_owned());
     }
     let store = config.get("credsStore").and_then(Value::as_str)?;
-    let inline = named("auths")
+    let inline = named(config.get("auths"), registry)
         .and_then(Value::as_object)
         .is_some_and(|entry| {
             ["auth", "username", "registrytoken", "identitytoken"]
@@ -119,7 +124,11 @@ pub fn lookup(config: &Value, registry: &str) -> Result<RegistryAuth, String> {
     let Some(auths) = auths.as_object() else {
         return Err("no `auths` map".to_owned());
     };
-    let Some(entry) = entry_for(auths, registry) else {
+    let Some(entry) = auths
+        .iter()
+        .find(|(key, _)| normalize(key) == normalize(registry))
+        .map(|(_, entry)| entry)
+    else {
         return Ok(RegistryAuth::Anonymous);
     };
     if let Some(token) = entry.get("registrytoken").and_then(Value::as_str) {
@@ -145,13 +154,6 @@ pub fn lookup(config: &Value, registry: &str) -> Result<RegistryAuth, String> {
         .split_once(':')
         .ok_or_else(|| format!("the `auth` for {registry} is not user:password"))?;
     Ok(RegistryAuth::Basic(user.to_owned(), password.to_owned()))
-}
-
-/// `registry`'s entry in a map keyed by registry, however the key spells it.
-fn entry_for<'a>(map: &'a serde_json::Map<String, Value>, registry: &str) -> Option<&'a Value> {
-    map.iter()
-        .find(|(key, _)| normalize(key) == normalize(registry))
-        .map(|(_, value)| value)
 }
 
 /// `https://index.docker.io/v1/` and `index.docker.io` name the same registry.
