@@ -4,25 +4,6 @@
 use std::path::Path;
 
 use anyhow::{Context as _, bail};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::connect::HttpConnector;
-
-/// An https-only HTTP/1 connector trusting the CA bundle in `ca_file` (given by `ca_flag`), or
-/// the system roots without one; `url_flag` names the endpoint in errors.
-pub fn https_connector(
-    ca_file: Option<&Path>,
-    url_flag: &str,
-    ca_flag: &str,
-) -> anyhow::Result<HttpsConnector<HttpConnector>> {
-    let connector = HttpsConnectorBuilder::new();
-    let connector = match ca_file {
-        Some(path) => connector.with_tls_config(trusting(path, ca_flag)?),
-        None => connector
-            .with_native_roots()
-            .with_context(|| format!("{url_flag}: no system trust roots; give {ca_flag}"))?,
-    };
-    Ok(connector.https_only().enable_http1().build())
-}
 
 /// A TLS client trusting only the PEM certificates in `path` (a CA bundle, e.g. the `ca.crt`
 /// of a cert-manager certificate); `flag` names where the path came from in errors.

@@ -41,7 +41,7 @@ use gate::{Claims, Gate, Limits, Queues, Task, Work};
 use tracker::Tracker;
 use watch::Input;
 
-pub use webhook::{PostError, Webhook, WebhookOptions};
+pub use webhook::{PostError, SIGNATURE_HEADER, Webhook, WebhookOptions, signature};
 
 /// A workflow event handed to the exit loop by a test, beside the watch (see [`super::Hooks`]).
 pub struct InjectedEvent {
@@ -75,8 +75,10 @@ impl Handled {
     }
 }
 
+/// Runs until the watch fails for good or the task is aborted; everything it started stops
+/// with it.
 /// What makes the webhook's requests trustworthy, from the flags.
-fn webhook_options(args: &ExitArgs) -> WebhookOptions {
+pub fn webhook_options(args: &ExitArgs) -> WebhookOptions {
     WebhookOptions {
         ca_file: args.exit_webhook_ca_file.clone(),
         signing_key_file: args.exit_webhook_signing_key_file.clone(),
@@ -85,8 +87,6 @@ fn webhook_options(args: &ExitArgs) -> WebhookOptions {
     }
 }
 
-/// Runs until the watch fails for good or the task is aborted; everything it started stops
-/// with it.
 pub async fn run(
     ctx: Context,
     args: ExitArgs,

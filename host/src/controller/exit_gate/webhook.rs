@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
-use hyper_rustls::HttpsConnector;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -51,7 +51,7 @@ pub struct WebhookOptions {
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// The header carrying the body's HMAC-SHA256, as `sha256=<hex>`.
-const SIGNATURE_HEADER: &str = "x-pipewarden-signature";
+pub const SIGNATURE_HEADER: &str = "x-pipewarden-signature";
 
 /// Why one POST did not deliver.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,11 +98,17 @@ impl Webhook {
                 Transport::Plain(builder.build_http())
             }
             (Some("https"), ca_file) => {
-                Transport::Tls(builder.build(crate::controller::tls::https_connector(
-                    ca_file.as_deref(),
-                    "--exit-webhook-url",
-                    "--exit-webhook-ca-file",
-                )?))
+                let connector = HttpsConnectorBuilder::new();
+                let connector = match ca_file {
+                    Some(path) => connector.with_tls_config(crate::controller::tls::trusting(
+                        path,
+                        "--exit-webhook-ca-file",
+                    )?),
+                    None => connector.with_native_roots().map_err(|e| {
+                        anyhow::anyhow!("webhook TLS: {e}; give --exit-webhook-ca-file")
+                    })?,
+                };
+                Transport::Tls(builder.build(connector.https_only().enable_http1().build()))
             }
             _ => anyhow::bail!("--exit-webhook-url must start with http:// or https://"),
         };
@@ -189,7 +195,7 @@ impl Webhook {
 }
 
 /// `sha256=<hex>` of the HMAC-SHA256 of `body` under `key`.
-fn signature(key: &[u8], body: &[u8]) -> String {
+pub fn signature(key: &[u8], body: &[u8]) -> String {
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
     format!("sha256={}", hex::encode(ring::hmac::sign(&key, body)))
 }

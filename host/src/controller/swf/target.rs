@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use http_body_util::{BodyExt as _, Empty, Limited};
 use hyper::body::Bytes;
-use hyper_rustls::HttpsConnector;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -47,11 +47,17 @@ impl HealthPoller {
                 bail!("--kfp-api-ca-file is given but --kfp-api-url {base_url} is not https://")
             }
             (Some("https"), ca_file) => {
-                let connector = crate::controller::tls::https_connector(
-                    ca_file,
-                    "--kfp-api-url",
-                    "--kfp-api-ca-file",
-                )?;
+                let connector = HttpsConnectorBuilder::new();
+                let connector = match ca_file {
+                    Some(path) => connector.with_tls_config(crate::controller::tls::trusting(
+                        path,
+                        "--kfp-api-ca-file",
+                    )?),
+                    None => connector
+                        .with_native_roots()
+                        .context("--kfp-api-url: no system trust roots; give --kfp-api-ca-file")?,
+                };
+                let connector = connector.https_only().enable_http1().build();
                 Transport::Tls(builder.build(connector))
             }
             _ => bail!("--kfp-api-url must start with http:// or https://, got {url}"),
