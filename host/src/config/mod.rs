@@ -23,7 +23,7 @@ pub use leader::LeaderArgs;
 pub use plan::PlanArgs;
 pub use policy::PolicyArgs;
 pub use run::RunArgs;
-pub use settings::{Settings, parse_settings, read_settings, split_budget};
+pub use settings::{Settings, read_settings, split_budget};
 pub use shard::Shard;
 pub use swf::{CompileAs, SwfArgs};
 pub use test::{TestArgs, TestOutput};

@@ -1,7 +1,7 @@
 //! A settings document as the host reads it: the text the policy receives, and the budget the
 //! host takes out of it first (`pipewarden.io/budget`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 
@@ -25,12 +25,7 @@ pub fn read_settings(path: Option<&PathBuf>) -> anyhow::Result<Settings> {
     };
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read settings {}", path.display()))?;
-    parse_settings(&text, path)
-}
-
-/// The settings in `text`, read from `path` (named in errors).
-pub fn parse_settings(text: &str, path: &Path) -> anyhow::Result<Settings> {
-    let value: serde_json::Value = serde_yaml::from_str(text)
+    let value: serde_json::Value = serde_yaml::from_str(&text)
         .with_context(|| format!("settings {} are neither JSON nor YAML", path.display()))?;
     split_budget(value).with_context(|| format!("settings {}", path.display()))
 }

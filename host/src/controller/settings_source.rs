@@ -10,8 +10,9 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
-use crate::config::{Settings, parse_settings, read_settings};
+use crate::config::{Settings, read_settings};
 use crate::swf::api_server_env::{
     API_SERVER_ENV_KEY, DeploymentRef, ResolvedEnv, api_server_container, config_maps_named,
     resolve,
@@ -64,7 +65,7 @@ impl SettingsPin {
         } else {
             format!("sha256:{pinned}")
         };
-        let found = crate::oci::cache::sha256(bytes);
+        let found = format!("sha256:{}", hex::encode(Sha256::digest(bytes)));
         if found != pinned {
             return Err(SettingsPinMismatch {
                 path: path.display().to_string(),
@@ -94,18 +95,12 @@ impl SettingsSource {
 
     /// The settings as the policy gets them now.
     pub async fn read(&self) -> anyhow::Result<Settings> {
-        let settings = match &self.file {
-            // Read once: the bytes the pin is checked against are the bytes parsed.
-            Some(path) => {
-                let bytes = std::fs::read(path)
-                    .with_context(|| format!("cannot read settings {}", path.display()))?;
-                self.pin.check(path, &bytes)?;
-                let text = String::from_utf8(bytes)
-                    .with_context(|| format!("cannot read settings {}", path.display()))?;
-                parse_settings(&text, path)?
-            }
-            None => read_settings(None)?,
-        };
+        if let Some(path) = &self.file {
+            let bytes = std::fs::read(path)
+                .with_context(|| format!("cannot read settings {}", path.display()))?;
+            self.pin.check(path, &bytes)?;
+        }
+        let settings = read_settings(self.file.as_ref())?;
         let Some((client, deployment)) = &self.live else {
             return Ok(settings);
         };
@@ -159,7 +154,6 @@ pub fn compose(settings: Settings, env: &ResolvedEnv) -> anyhow::Result<Settings
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sha2::{Digest as _, Sha256};
 
     #[test]
     fn the_environment_goes_beside_the_files_keys_and_a_file_cannot_forge_it() {
