@@ -69,10 +69,13 @@ bench: policies sdk-examples
 	$(call phase,bench,$(CARGO) bench -p pipewarden)
 
 # SWFS SWFs (2,000 unless given) reconciled on the local control plane, pipewarden beside the
-# upstream baseline: wall time, requests per SWF, peak RSS and the ratio to upstream-style.
+# upstream baseline: wall time, CPU, the servers' CPU, requests per SWF, peak RSS and the ratios
+# to upstream-style. SHARDS=N (1 unless given) runs pipewarden's first pass as N shard processes
+# at once and profiles kube-apiserver meanwhile (`make bench-swf SWFS=50000 SHARDS=4`).
 SWFS ?= 2000
+SHARDS ?= 1
 bench-swf: control-plane policies
-	$(call phase,bench-swf,PIPEWARDEN_BENCH_SWFS=$(SWFS) $(CARGO) bench -p pipewarden-tests --bench swf_reconcile)
+	$(call phase,bench-swf,PIPEWARDEN_BENCH_SWFS=$(SWFS) PIPEWARDEN_BENCH_SHARDS=$(SHARDS) $(CARGO) bench -p pipewarden-tests --bench swf_reconcile)
 
 # The same at 10,000 SWFs (several minutes on 2 cores); not part of `make test`.
 bench-swf-10k:

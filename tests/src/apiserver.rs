@@ -56,7 +56,8 @@ impl ApiServer {
             "--disable-admission-plugins=ServiceAccount".to_owned(),
             "--allow-privileged=true".to_owned(),
             "--endpoint-reconciler-type=none".to_owned(),
-            "--profiling=false".to_owned(),
+            // `/debug/pprof`: `make bench-swf SHARDS=N` samples the API server's CPU.
+            "--profiling=true".to_owned(),
             // Image volumes (beta, off by default before 1.35): the image-volume overlay's
             // dry-run needs the field kept.
             "--feature-gates=ImageVolume=true".to_owned(),
@@ -114,6 +115,10 @@ impl ApiServer {
     pub async fn start_again(&mut self) -> Result<()> {
         self.process.start_server()?;
         self.wait_ready().await
+    }
+
+    pub fn server_pid(&self) -> Option<String> {
+        self.process.server_pid()
     }
 
     /// Where this apiserver keeps its files; removed when it stops.

@@ -29,7 +29,7 @@ pub struct Versions {
 pub struct ControlPlane {
     // Declaration order is drop order: the apiserver stops before its etcd.
     apiserver: ApiServer,
-    _etcd: crate::etcd::Etcd,
+    etcd: crate::etcd::Etcd,
     versions: Versions,
 }
 
@@ -82,7 +82,7 @@ impl ControlPlane {
         };
         Ok(Self {
             apiserver,
-            _etcd: etcd,
+            etcd,
             versions,
         })
     }
@@ -114,6 +114,14 @@ impl ControlPlane {
     }
 
     /// Admin kubeconfig file, e.g. for running the controller binary as a subprocess.
+    /// Process ids of kube-apiserver and etcd, for their CPU time and memory ([`crate::procfs`]).
+    pub fn server_pids(&self) -> [(&'static str, Option<String>); 2] {
+        [
+            ("kube-apiserver", self.apiserver.server_pid()),
+            ("etcd", self.etcd.server_pid()),
+        ]
+    }
+
     pub fn kubeconfig(&self) -> &Path {
         &self.apiserver.kubeconfig
     }

@@ -23,6 +23,7 @@ mod etcd;
 pub mod exit_support;
 pub mod intercept;
 mod objects;
+pub mod procfs;
 pub mod registry;
 pub mod repo;
 pub mod resources;

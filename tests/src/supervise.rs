@@ -83,6 +83,12 @@ impl Supervised {
         })
     }
 
+    /// The server's process id while it runs.
+    pub fn server_pid(&self) -> Option<String> {
+        let pid = fs::read_to_string(self.dir.join("server.pid")).ok()?;
+        Some(pid.trim().to_owned()).filter(|pid| !pid.is_empty())
+    }
+
     /// The state dir (server working files and `server.log`).
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use http::Method;
-use pipewarden::config::read_settings;
+use pipewarden::config::{Shard, read_settings};
 use pipewarden::engine::{Policy, PolicyOptions, RenderContext};
 use serde::{Deserialize, Serialize};
 
-use crate::{cpu, jobs, rss, upstream};
+use crate::{jobs, upstream};
+use pipewarden_tests::procfs;
 use pipewarden_tests::swf_support::*;
 
 pub const ROLE: &str = "PIPEWARDEN_BENCH_ROLE";
@@ -20,6 +21,7 @@ const NAMESPACE: &str = "PIPEWARDEN_BENCH_NAMESPACE";
 const COUNT: &str = "PIPEWARDEN_BENCH_COUNT";
 const OUTCOME: &str = "PIPEWARDEN_BENCH_OUTCOME";
 const PASSES: &str = "PIPEWARDEN_BENCH_PASSES";
+const SHARD: &str = "PIPEWARDEN_BENCH_SHARD";
 const RESULT_PREFIX: &str = "bench-result ";
 /// Time allowed for one pass of the controller.
 const PASS_TIMEOUT: Duration = Duration::from_secs(900);
@@ -41,6 +43,8 @@ pub struct Measured {
     pub peak_rss_kib: u64,
     /// RSS at the end of each pass.
     pub rss_after_pass_kib: Vec<u64>,
+    /// Names of the SWFs it wrote, once per write.
+    pub written: Vec<String>,
 }
 
 /// A child to start: its role and inputs.
@@ -51,6 +55,8 @@ pub struct Spec<'a> {
     pub count: usize,
     pub outcome: &'a str,
     pub passes: usize,
+    /// `INDEX/COUNT`: the child is that shard of the controller, with a Lease of its own.
+    pub shard: Option<String>,
 }
 
 /// Runs a child to its end and returns what it measured.
@@ -62,6 +68,7 @@ pub async fn run(spec: &Spec<'_>) -> Result<Measured> {
         .env(COUNT, spec.count.to_string())
         .env(OUTCOME, spec.outcome)
         .env(PASSES, spec.passes.to_string())
+        .env(SHARD, spec.shard.as_deref().unwrap_or_default())
         .stderr(std::process::Stdio::inherit())
         .output()
         .await?;
@@ -118,19 +125,28 @@ async fn upstream_side() -> Result<Measured> {
     };
     let log = RequestLog::default();
     let api = swfs(&client(&log).await?, &namespace);
-    let (started, cpu_before) = (Instant::now(), cpu::seconds());
+    let (started, cpu_before) = (Instant::now(), procfs::cpu_seconds("self"));
     upstream::reconcile_all(&api, &jobs, &policy, &context).await?;
     let wall = started.elapsed();
-    let cpu_secs = cpu::seconds() - cpu_before;
-    Ok(measured(wall, cpu_secs, &log.all(), vec![rss::now_kib()]))
+    let cpu_secs = procfs::cpu_seconds("self") - cpu_before;
+    let rss = procfs::memory_kib("self", "VmRSS");
+    Ok(measured(wall, cpu_secs, &log.all(), vec![rss]))
 }
 
 async fn pipewarden_side() -> Result<Measured> {
     let namespace = env(NAMESPACE)?;
-    let count: u64 = env(COUNT)?.parse()?;
     let outcome = env(OUTCOME)?;
     let passes: u64 = env(PASSES)?.parse()?;
+    let shard = match env(SHARD)?.as_str() {
+        "" => None,
+        text => Some(Shard::parse(text).map_err(anyhow::Error::msg)?),
+    };
     init_logs();
+    // A shard decides only its own SWFs: counted on a client apart, before the clock starts.
+    let count = match &shard {
+        None => env(COUNT)?.parse()?,
+        Some(shard) => owned_by(shard, &client(&RequestLog::default()).await?, &namespace).await?,
+    };
     let log = RequestLog::default();
     let client = client(&log).await?;
     // Compiled before the clock starts, as `pipewarden precompile` does: the upstream side too
@@ -148,8 +164,15 @@ async fn pipewarden_side() -> Result<Measured> {
     if passes > 1 {
         args = args.set("--swf-resync", RESYNC);
     }
-    let args = args.parse()?;
-    let (started, cpu_before) = (Instant::now(), cpu::seconds());
+    if let Some(shard) = &shard {
+        args = args
+            .set("--shard", &shard.to_string())
+            .set("--lease-namespace", &namespace)
+            .set("--identity", &format!("bench-shard-{}", shard.index));
+    }
+    let mut args = args.parse()?;
+    args.leader.leader_elect = shard.is_some();
+    let (started, cpu_before) = (Instant::now(), procfs::cpu_seconds("self"));
     let running = Running {
         handle: pipewarden::controller::start(args, client).await?,
         requests: log.clone(),
@@ -165,10 +188,10 @@ async fn pipewarden_side() -> Result<Measured> {
         .await?;
         if pass == 1 {
             wall = started.elapsed();
-            cpu_secs = cpu::seconds() - cpu_before;
+            cpu_secs = procfs::cpu_seconds("self") - cpu_before;
             report_other_decisions(&running, &outcome);
         }
-        rss_after_pass.push(rss::now_kib());
+        rss_after_pass.push(procfs::memory_kib("self", "VmRSS"));
     }
     // Each rebuild's Event is queued or dropped; wait for the queue to drain.
     if outcome == "rebuild" {
@@ -192,6 +215,18 @@ async fn pipewarden_side() -> Result<Measured> {
     running.stop().await;
     let _ = std::fs::remove_dir_all(&cache);
     Ok(measured(wall, cpu_secs, &requests, rss_after_pass))
+}
+
+/// How many of the SWFs in `namespace` are `shard`'s.
+async fn owned_by(shard: &Shard, client: &kube::Client, namespace: &str) -> Result<u64> {
+    let all = swfs(client, namespace)
+        .list_metadata(&Default::default())
+        .await?;
+    Ok(all
+        .items
+        .iter()
+        .filter(|swf| shard.owns(swf.metadata.uid.as_deref().unwrap_or_default()))
+        .count() as u64)
 }
 
 /// Says on stderr how many decisions of the first pass had another outcome than the one
@@ -223,6 +258,10 @@ fn measured(
         .iter()
         .filter(swf)
         .partition(|r| r.0 == Method::GET);
+    let written = writes
+        .iter()
+        .filter_map(|(_, path)| written_swf(path))
+        .collect();
     Measured {
         wall_secs: wall.as_secs_f64(),
         cpu_secs,
@@ -230,9 +269,17 @@ fn measured(
         swf_writes: writes.len(),
         events: count_events(requests),
         requests: requests.len(),
-        peak_rss_kib: rss::peak_kib(),
+        peak_rss_kib: procfs::memory_kib("self", "VmHWM"),
         rss_after_pass_kib: rss_after_pass,
+        written,
     }
+}
+
+/// The SWF a write went to: `.../scheduledworkflows/NAME[?query]`.
+fn written_swf(path: &str) -> Option<String> {
+    let path = path.split('?').next()?;
+    let name = path.split_once("/scheduledworkflows/")?.1;
+    Some(name.split('/').next()?.to_owned()).filter(|name| !name.is_empty())
 }
 
 pub fn count_events(requests: &[(Method, String)]) -> usize {

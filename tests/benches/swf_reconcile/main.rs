@@ -1,34 +1,35 @@
 //! Reconciling N SWFs as KFP 2.3 left them, on the local control plane: pipewarden's loop
-//! beside the upstream baseline (`upstream.rs`), each on its own copy of the SWFs, each with a
-//! first pass (every SWF stale) and a restart (nothing to do; pipewarden's restart also runs
-//! two resyncs, to show its memory stays flat). Each run is a process of its own (`child.rs`),
-//! so its peak RSS and its CPU time (user + system, `/proc/self/stat`, over the pass) are its
-//! own; requests are counted by a layer on its client.
+//! beside the upstream baseline (`upstream.rs`), each on its own copy of the SWFs. With one
+//! shard: a first pass (every SWF stale) and a restart (nothing to do; pipewarden's restart
+//! also runs two resyncs, to show its memory stays flat). With SHARDS > 1: the first pass only,
+//! pipewarden as that many shard processes at once, each with its own Lease, and a CPU profile
+//! of kube-apiserver during it (`profile.rs`). Each run is a process of its own (`child.rs`), so
+//! its peak RSS and its CPU time (user + system, over the pass) are its own; requests are
+//! counted by a layer on its client; kube-apiserver's and etcd's CPU over each run come from
+//! `/proc`.
 //!
-//! `make bench-swf` (`SWFS=N`, default 2,000), `make bench-swf-10k`, or
-//! `PIPEWARDEN_BENCH_SWFS=N cargo bench -p pipewarden-tests --bench swf_reconcile`.
+//! `make bench-swf` (`SWFS=N`, default 2,000; `SHARDS=N`, default 1), `make bench-swf-10k`, or
+//! `PIPEWARDEN_BENCH_SWFS=N PIPEWARDEN_BENCH_SHARDS=N cargo bench -p pipewarden-tests --bench
+//! swf_reconcile`.
 
 mod child;
-mod cpu;
-mod rss;
+mod profile;
+mod table;
 mod upstream;
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, ensure};
 use futures::{StreamExt as _, TryStreamExt as _};
 use kube::api::{DynamicObject, PostParams};
 use pipewarden_tests::swf_support::*;
+use pipewarden_tests::{ControlPlane, procfs};
+
+use table::{Row, ServerClock, Servers};
 
 /// Resync passes pipewarden's restart run measures (the first is the restart itself).
 const RESTART_PASSES: usize = 3;
-
-struct Row {
-    run: &'static str,
-    measured: child::Measured,
-    /// The upstream-style run this one is compared with.
-    baseline: Option<usize>,
-}
 
 fn main() -> Result<()> {
     // A child runs one side in its own process.
@@ -41,10 +42,14 @@ fn main() -> Result<()> {
         .block_on(parent())
 }
 
+fn number(name: &str, default: usize) -> Result<usize> {
+    std::env::var(name).map_or(Ok(default), |n| n.parse().context(name.to_owned()))
+}
+
 async fn parent() -> Result<()> {
-    let count: usize = std::env::var("PIPEWARDEN_BENCH_SWFS")
-        .map(|n| n.parse().context("PIPEWARDEN_BENCH_SWFS"))
-        .unwrap_or(Ok(2000))?;
+    let count = number("PIPEWARDEN_BENCH_SWFS", 2000)?;
+    let shards = number("PIPEWARDEN_BENCH_SHARDS", 1)?;
+    ensure!(shards >= 1, "PIPEWARDEN_BENCH_SHARDS must be at least 1");
     let control_plane = pipewarden_tests::shared().await?;
     let client = control_plane.client()?;
     let upstream_ns = control_plane.ns().await?;
@@ -54,36 +59,83 @@ async fn parent() -> Result<()> {
     seed_many(&client, &pipewarden_ns, count).await?;
     eprintln!("seeded 2 x {count} SWFs in {:.1?}", started.elapsed());
 
-    let spec = |role, namespace, outcome, passes| child::Spec {
+    let spec = |role, namespace, outcome, passes, shard| child::Spec {
         role,
         kubeconfig: control_plane.kubeconfig(),
         namespace,
         count,
         outcome,
         passes,
+        shard,
     };
     let mut rows = Vec::new();
-    for run in ["upstream-style, first pass", "upstream-style, restart"] {
-        let measured = child::run(&spec("upstream", &upstream_ns, "", 1)).await?;
+    let upstream_runs: &[&str] = if shards == 1 {
+        &["upstream-style, first pass", "upstream-style, restart"]
+    } else {
+        &["upstream-style, first pass"]
+    };
+    for run in upstream_runs {
+        let servers = ServerClock::start(control_plane);
+        let measured = child::run(&spec("upstream", &upstream_ns, "", 1, None)).await?;
         eprintln!("{run}: {} SWFs written", measured.swf_writes);
-        rows.push(Row {
-            run,
-            measured,
-            baseline: None,
-        });
+        rows.push(Row::new(run, measured, None, servers.stop()));
     }
-    let first = child::run(&spec("pipewarden", &pipewarden_ns, "rebuild", 1)).await?;
-    rows.push(Row {
-        run: "pipewarden, first pass",
-        measured: first,
-        baseline: Some(0),
-    });
-    let restart = spec("pipewarden", &pipewarden_ns, "up-to-date", RESTART_PASSES);
-    rows.push(Row {
-        run: "pipewarden, restart",
-        measured: child::run(&restart).await?,
-        baseline: Some(1),
-    });
+    let first_pass = if shards == 1 {
+        let servers = ServerClock::start(control_plane);
+        let measured = child::run(&spec("pipewarden", &pipewarden_ns, "rebuild", 1, None)).await?;
+        rows.push(Row::new(
+            "pipewarden, first pass",
+            measured,
+            Some(0),
+            servers.stop(),
+        ));
+        let restart = spec(
+            "pipewarden",
+            &pipewarden_ns,
+            "up-to-date",
+            RESTART_PASSES,
+            None,
+        );
+        let servers = ServerClock::start(control_plane);
+        let measured = child::run(&restart).await?;
+        rows.push(Row::new(
+            "pipewarden, restart",
+            measured,
+            Some(1),
+            servers.stop(),
+        ));
+        rows.len() - 2..rows.len() - 1
+    } else {
+        let from = rows.len();
+        let servers = ServerClock::start(control_plane);
+        let children = (0..shards).map(|index| {
+            let shard = spec(
+                "pipewarden",
+                &pipewarden_ns,
+                "rebuild",
+                1,
+                Some(format!("{index}/{shards}")),
+            );
+            async move { child::run(&shard).await }
+        });
+        let (measured, profile) = tokio::join!(
+            futures::future::try_join_all(children),
+            profile::apiserver(&client, profile::DELAY, profile::SECONDS),
+        );
+        let servers = servers.stop();
+        for (index, measured) in measured?.into_iter().enumerate() {
+            let run = format!("pipewarden, shard {index}/{shards}");
+            rows.push(Row::new(&run, measured, Some(0), Servers::default()));
+        }
+        let all = Row::sum(
+            &format!("pipewarden, {shards} shards"),
+            &rows[from..],
+            servers,
+        );
+        rows.push(all);
+        profile::report(profile);
+        from..from + shards
+    };
 
     for namespace in [&upstream_ns, &pipewarden_ns] {
         let all = list(&client, namespace).await?;
@@ -93,8 +145,47 @@ async fn parent() -> Result<()> {
             "{namespace}: {stale} SWFs not rebuilt"
         );
     }
-    print_table(count, &rows);
+    let written = written_once(count, &rows[first_pass])?;
+    table::print(count, &rows);
+    println!("\npipewarden's first pass: {written}");
+    print_server_memory(control_plane);
     Ok(())
+}
+
+/// Checks that pipewarden's first pass wrote each of the `count` SWFs exactly once, over all
+/// its processes.
+fn written_once(count: usize, rows: &[Row]) -> Result<String> {
+    let mut writes: BTreeMap<&str, usize> = BTreeMap::new();
+    for name in rows.iter().flat_map(|row| &row.measured.written) {
+        *writes.entry(name).or_default() += 1;
+    }
+    let once = writes.values().filter(|n| **n == 1).count();
+    let more = writes.len() - once;
+    let never = count.saturating_sub(writes.len());
+    ensure!(
+        once == count && more == 0,
+        "SWF writes: {once} SWFs written once, {more} more than once, {never} never"
+    );
+    Ok(format!(
+        "each of the {count} SWFs written exactly once ({} process{})",
+        rows.len(),
+        if rows.len() == 1 { "" } else { "es" }
+    ))
+}
+
+fn print_server_memory(control_plane: &ControlPlane) {
+    let peaks: Vec<String> = control_plane
+        .server_pids()
+        .iter()
+        .filter_map(|(name, pid)| {
+            let kib = procfs::memory_kib(pid.as_deref()?, "VmHWM");
+            Some(format!("{name} {:.0} MiB", kib as f64 / 1024.0))
+        })
+        .collect();
+    println!(
+        "peak RSS of the control plane over the bench: {}",
+        peaks.join(", ")
+    );
 }
 
 fn on_target(swf: &DynamicObject) -> bool {
@@ -124,93 +215,28 @@ pub fn jobs(namespace: &str, count: usize) -> Result<Vec<DynamicObject>> {
         .collect())
 }
 
-/// Creates [`jobs`], 16 at a time.
+/// Creates [`jobs`], 16 at a time, with a progress line every 10,000.
 async fn seed_many(client: &kube::Client, namespace: &str, count: usize) -> Result<()> {
     let api = swfs(client, namespace);
+    let started = Instant::now();
     futures::stream::iter(jobs(namespace, count)?)
         .map(|swf| {
             let api = api.clone();
             async move { api.create(&PostParams::default(), &swf).await }
         })
         .buffer_unordered(16)
+        .enumerate()
+        .map(|(done, created)| {
+            if (done + 1) % 10_000 == 0 {
+                eprintln!(
+                    "{namespace}: {} SWFs created ({:.0?})",
+                    done + 1,
+                    started.elapsed()
+                );
+            }
+            created
+        })
         .try_for_each(|_| async { Ok(()) })
         .await
         .context("seeding")
-}
-
-fn print_table(count: usize, rows: &[Row]) {
-    let per_swf = |n: usize| format!("{:.3}", n as f64 / count as f64);
-    let mib = |kib: u64| format!("{:.0} MiB", kib as f64 / 1024.0);
-    let headers = [
-        "run",
-        "wall",
-        "vs upstream",
-        "CPU-s/1k SWFs",
-        "CPU vs upstream",
-        "SWF reads",
-        "SWF writes",
-        "Events",
-        "requests/SWF",
-        "peak RSS",
-    ];
-    let cells: Vec<[String; 10]> = rows
-        .iter()
-        .map(|row| {
-            let m = &row.measured;
-            let ratio = |of: fn(&child::Measured) -> f64| {
-                row.baseline.map_or("-".to_owned(), |b| {
-                    format!("{:.2}x", of(m) / of(&rows[b].measured))
-                })
-            };
-            [
-                row.run.to_owned(),
-                format!("{:.2} s", m.wall_secs),
-                ratio(|m| m.wall_secs),
-                format!("{:.2}", m.cpu_secs * 1000.0 / count as f64),
-                ratio(|m| m.cpu_secs),
-                m.swf_reads.to_string(),
-                m.swf_writes.to_string(),
-                m.events.to_string(),
-                per_swf(m.requests),
-                mib(m.peak_rss_kib),
-            ]
-        })
-        .collect();
-    let widths: Vec<usize> = (0..headers.len())
-        .map(|i| {
-            cells
-                .iter()
-                .map(|c| c[i].len())
-                .chain([headers[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: &[&str]| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        println!("{}", padded.join("  ").trim_end());
-    };
-    println!("\nReconciling {count} SWFs as KFP 2.3 left them (half with 3 runtime parameters):\n");
-    line(&headers);
-    for row in &cells {
-        line(&row.iter().map(String::as_str).collect::<Vec<_>>());
-    }
-    if let Some(restart) = rows.last() {
-        let after: Vec<String> = restart
-            .measured
-            .rss_after_pass_kib
-            .iter()
-            .map(|kib| mib(*kib))
-            .collect();
-        println!(
-            "\n{}: RSS after each of {} passes: {}",
-            restart.run,
-            after.len(),
-            after.join(", ")
-        );
-    }
 }

@@ -204,19 +204,11 @@ impl Burners {
 
     /// CPU seconds the burners used so far (utime + stime from /proc, in clock ticks).
     fn cpu_seconds(&self) -> Result<f64> {
-        let ticks_per_second: f64 =
-            String::from_utf8(Command::new("getconf").arg("CLK_TCK").output()?.stdout)?
-                .trim()
-                .parse()?;
-        let mut ticks = 0u64;
-        for child in &self.0 {
-            let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id()))?;
-            // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
-            let after = stat.rsplit_once(')').context("/proc stat")?.1;
-            let fields: Vec<&str> = after.split_whitespace().collect();
-            ticks += fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
-        }
-        Ok(ticks as f64 / ticks_per_second)
+        Ok(self
+            .0
+            .iter()
+            .map(|child| pipewarden_tests::procfs::cpu_seconds(&child.id().to_string()))
+            .sum())
     }
 
     fn all_running(&mut self) -> Result<bool> {

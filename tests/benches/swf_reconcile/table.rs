@@ -1,0 +1,177 @@
+//! The bench's rows and its table.
+
+use pipewarden_tests::{ControlPlane, procfs};
+
+use crate::child::Measured;
+
+/// CPU seconds kube-apiserver and etcd used over one run.
+#[derive(Default, Clone, Copy)]
+pub struct Servers {
+    pub apiserver_cpu: f64,
+    pub etcd_cpu: f64,
+}
+
+/// The servers' CPU time when a run started; [`ServerClock::stop`] gives what the run used.
+pub struct ServerClock {
+    pids: [Option<String>; 2],
+    before: [f64; 2],
+}
+
+impl ServerClock {
+    pub fn start(control_plane: &ControlPlane) -> ServerClock {
+        let pids = control_plane.server_pids().map(|(_, pid)| pid);
+        let before = [0, 1].map(|i| cpu(&pids[i]));
+        ServerClock { pids, before }
+    }
+
+    pub fn stop(self) -> Servers {
+        let used = [0, 1].map(|i| cpu(&self.pids[i]) - self.before[i]);
+        Servers {
+            apiserver_cpu: used[0],
+            etcd_cpu: used[1],
+        }
+    }
+}
+
+fn cpu(pid: &Option<String>) -> f64 {
+    pid.as_deref().map_or(0.0, procfs::cpu_seconds)
+}
+
+pub struct Row {
+    pub run: String,
+    pub measured: Measured,
+    /// The upstream-style run this one is compared with.
+    pub baseline: Option<usize>,
+    /// The servers' CPU over this run; a shard's own row has none (its shards ran together).
+    pub servers: Option<Servers>,
+}
+
+impl Row {
+    pub fn new(run: &str, measured: Measured, baseline: Option<usize>, servers: Servers) -> Self {
+        let servers = (servers.apiserver_cpu + servers.etcd_cpu > 0.0).then_some(servers);
+        Row {
+            run: run.to_owned(),
+            measured,
+            baseline,
+            servers,
+        }
+    }
+
+    /// Processes that ran at the same time, as one run: the longest wall time, the sum of CPU
+    /// and requests, the largest peak RSS.
+    pub fn sum(run: &str, rows: &[Row], servers: Servers) -> Self {
+        let of = |f: fn(&Measured) -> usize| rows.iter().map(|r| f(&r.measured)).sum();
+        let measured = Measured {
+            wall_secs: rows
+                .iter()
+                .map(|r| r.measured.wall_secs)
+                .fold(0.0, f64::max),
+            cpu_secs: rows.iter().map(|r| r.measured.cpu_secs).sum(),
+            swf_reads: of(|m| m.swf_reads),
+            swf_writes: of(|m| m.swf_writes),
+            events: of(|m| m.events),
+            requests: of(|m| m.requests),
+            peak_rss_kib: rows
+                .iter()
+                .map(|r| r.measured.peak_rss_kib)
+                .max()
+                .unwrap_or(0),
+            rss_after_pass_kib: Vec::new(),
+            written: Vec::new(),
+        };
+        Row::new(
+            run,
+            measured,
+            rows.first().and_then(|r| r.baseline),
+            servers,
+        )
+    }
+}
+
+pub fn print(count: usize, rows: &[Row]) {
+    let per_swf = |n: usize| format!("{:.3}", n as f64 / count as f64);
+    let per_1k = |secs: f64| format!("{:.2}", secs * 1000.0 / count as f64);
+    let mib = |kib: u64| format!("{:.0} MiB", kib as f64 / 1024.0);
+    let headers = [
+        "run",
+        "wall",
+        "vs upstream",
+        "CPU-s/1k SWFs",
+        "CPU vs upstream",
+        "apiserver CPU-s/1k",
+        "etcd CPU-s/1k",
+        "SWF reads",
+        "SWF writes",
+        "Events",
+        "requests/SWF",
+        "peak RSS",
+    ];
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            let m = &row.measured;
+            let ratio = |of: fn(&Measured) -> f64| {
+                row.baseline.map_or("-".to_owned(), |b| {
+                    format!("{:.2}x", of(m) / of(&rows[b].measured))
+                })
+            };
+            let server = |of: fn(&Servers) -> f64| {
+                row.servers.as_ref().map_or("-".into(), |s| per_1k(of(s)))
+            };
+            vec![
+                row.run.clone(),
+                format!("{:.2} s", m.wall_secs),
+                ratio(|m| m.wall_secs),
+                per_1k(m.cpu_secs),
+                ratio(|m| m.cpu_secs),
+                server(|s| s.apiserver_cpu),
+                server(|s| s.etcd_cpu),
+                m.swf_reads.to_string(),
+                m.swf_writes.to_string(),
+                m.events.to_string(),
+                per_swf(m.requests),
+                mib(m.peak_rss_kib),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..headers.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|c| c[i].len())
+                .chain([headers[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[&str]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    println!("\nReconciling {count} SWFs as KFP 2.3 left them (half with 3 runtime parameters):\n");
+    line(&headers);
+    for row in &cells {
+        line(&row.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    if let Some(last) = rows
+        .last()
+        .filter(|r| r.measured.rss_after_pass_kib.len() > 1)
+    {
+        let after: Vec<String> = last
+            .measured
+            .rss_after_pass_kib
+            .iter()
+            .map(|kib| mib(*kib))
+            .collect();
+        println!(
+            "\n{}: RSS after each of {} passes: {}",
+            last.run,
+            after.len(),
+            after.join(", ")
+        );
+    }
+}
