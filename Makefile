@@ -17,7 +17,7 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-stale lint sdk-examples test-sdk bench-sdk image image-ref bench-oci
+.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-stale bench-exit lint sdk-examples test-sdk bench-sdk image image-ref bench-oci
 
 # The image `make image` builds and pushes: $(REGISTRY)/pipewarden:$(VERSION) unless IMAGE is given.
 REGISTRY ?= ghcr.io/pipewarden
@@ -88,6 +88,15 @@ STALE_WORKFLOWS ?= 50
 bench-stale: control-plane policies
 	$(call phase,argo v3.6.7,tests/control-plane/build.sh --only argo-v3-workflow-controller)
 	$(call phase,bench-stale,PIPEWARDEN_BENCH_STALE_WORKFLOWS=$(STALE_WORKFLOWS) $(CARGO) bench -p pipewarden-tests --bench stale_copies)
+
+# EXIT_WORKFLOWS workflows (1,000 unless given) submitted at EXIT_RATE per minute (1,000) to
+# Argo v4.0.7's own controller: pipewarden's delay from each completion to the receiver's 2xx
+# beside Argo's own exit-handler start delay, p50/p99/max, and events per second through the
+# gate (a benchmark only: not part of `make test`).
+EXIT_WORKFLOWS ?= 1000
+EXIT_RATE ?= 1000
+bench-exit: control-plane policies
+	$(call phase,bench-exit,PIPEWARDEN_BENCH_EXIT_WORKFLOWS=$(EXIT_WORKFLOWS) PIPEWARDEN_BENCH_EXIT_RATE=$(EXIT_RATE) $(CARGO) bench -p pipewarden-tests --bench exit_delay)
 
 # The container image, without a container daemon: a static pipewarden on an empty base,
 # assembled and pushed with crane (built beside the control plane). `crane auth login` or a

@@ -71,6 +71,7 @@ async fn bench() -> Result<()> {
         .map(|side| ControllerSpec {
             version: side.version,
             managed: Some(side.namespace.clone()),
+            flags: Vec::new(),
         })
         .collect();
     let stack = ArgoStack::start(control_plane, &specs).await?;

@@ -63,13 +63,14 @@ pub struct ArgoController {
 
 impl ArgoController {
     /// Starts `version`'s controller behind `proxy`, its ConfigMap in a new namespace named
-    /// after `name`; managing all namespaces, or only `managed` (`--namespaced`). Waits until its
-    /// caches synced and its workers run.
+    /// after `name`; managing all namespaces, or only `managed` (`--namespaced`); `flags` follow
+    /// the harness's own. Waits until its caches synced and its workers run.
     pub async fn start(
         control_plane: &ControlPlane,
         proxy: &StaleProxy,
         version: ArgoVersion,
         managed: Option<&str>,
+        flags: &[String],
         name: &str,
     ) -> Result<Self> {
         let binary = super::built(version.binary())?;
@@ -136,6 +137,7 @@ impl ArgoController {
                 format!("--managed-namespace={managed}"),
             ]);
         }
+        args.extend(flags.iter().cloned());
         let process = Supervised::spawn(
             version.binary(),
             dir,

@@ -134,6 +134,8 @@ pub struct ControllerSpec {
     pub version: ArgoVersion,
     /// Only this namespace (`--namespaced`), or every namespace.
     pub managed: Option<String>,
+    /// More flags for the controller (e.g. `--qps`), after the harness's own.
+    pub flags: Vec<String>,
 }
 
 /// Argo's controllers with what they need around them.
@@ -189,6 +191,7 @@ impl ArgoStack {
                     &proxy,
                     spec.version,
                     spec.managed.as_deref(),
+                    &spec.flags,
                     &name,
                 )
                 .await?;
@@ -227,6 +230,7 @@ pub async fn shared_stack() -> Result<&'static ArgoStack> {
             let v4 = ControllerSpec {
                 version: ArgoVersion::V4,
                 managed: None,
+                flags: Vec::new(),
             };
             ArgoStack::start(control_plane, &[v4])
                 .await
