@@ -67,14 +67,19 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
         return Ok(requeue);
     }
     let mut permit = lp.permits.acquire().await;
-    let swf = Arc::new(packed.unpack()?);
+    // Reports name the SWF by its keys alone; the policy reads the whole object.
+    let swf = DynamicObject {
+        types: None,
+        metadata: packed.metadata.clone(),
+        data: Value::Null,
+    };
+    let mut live = Arc::new(packed.unpack()?);
     let api: Api<DynamicObject> =
         Api::namespaced_with(lp.ctx.client.clone(), &namespace, &lp.resource);
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..PatchParams::default()
     };
-    let mut live = as_value(&swf)?;
     let mut attempts = 0;
     loop {
         let (planned, policy) = plan_for(&lp, &live).await;
@@ -137,7 +142,7 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
                 tokio::time::sleep(conflict_backoff(attempts)).await;
                 // Never recreated: an SWF deleted meanwhile is left deleted.
                 match api.get_opt(&name).await? {
-                    Some(fresh) => live = as_value(&fresh)?,
+                    Some(fresh) => live = Arc::new(as_value(&fresh)?),
                     None => {
                         lp.decided.forget(&key);
                         report(&lp, &swf, &policy, &SwfOutcome::Gone).await;
@@ -201,7 +206,7 @@ fn decided(lp: &SwfLoop, key: &str, live: &Value, fingerprint: Fingerprint) {
 }
 
 /// Plans on the blocking pool; returns the plan and the policy that made it (label, digest).
-async fn plan_for(lp: &SwfLoop, live: &Value) -> (SwfOutcome, PolicyId) {
+async fn plan_for(lp: &SwfLoop, live: &Arc<Value>) -> (SwfOutcome, PolicyId) {
     let live = live.clone();
     let rebuild_policy = lp.rebuild_policy;
     let target_version = lp.target.borrow().clone();
