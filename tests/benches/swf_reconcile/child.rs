@@ -59,9 +59,19 @@ pub struct Spec<'a> {
     pub shard: Option<String>,
 }
 
-/// Runs a child to its end and returns what it measured.
+/// The environment the Deployment gives pipewarden (`deploy/base/deployment.yaml`) that changes
+/// what is measured: glibc's arena cap.
+const DEPLOYMENT_ENV: [(&str, &str); 1] = [("MALLOC_ARENA_MAX", "2")];
+
+/// Runs a child to its end and returns what it measured. pipewarden runs with the
+/// Deployment's [`DEPLOYMENT_ENV`]; the upstream-style side stands in for a Go process.
 pub async fn run(spec: &Spec<'_>) -> Result<Measured> {
+    let deployed = (spec.role == "pipewarden")
+        .then_some(DEPLOYMENT_ENV)
+        .into_iter()
+        .flatten();
     let output = tokio::process::Command::new(std::env::current_exe()?)
+        .envs(deployed)
         .env(ROLE, spec.role)
         .env(KUBECONFIG, spec.kubeconfig)
         .env(NAMESPACE, spec.namespace)
