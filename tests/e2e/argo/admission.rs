@@ -32,11 +32,37 @@ struct Release {
     fixtures: &'static [&'static str],
 }
 
-const RELEASES: &[Release] = &[Release {
-    target: "2.17.0",
-    settings: "policies/kfp-default/settings/kfp-2.17.0.json",
-    fixtures: &["kfp-2.3", "kfp-2.3-parameters", "kfp-legacy-object"],
-}];
+const FIXTURES: &[&str] = &["kfp-2.3", "kfp-2.3-parameters", "kfp-legacy-object"];
+
+/// Every release pipewarden compiles for; the newest also runs seed 000's corruption and the
+/// restore (which do not depend on the release).
+const RELEASES: &[Release] = &[
+    Release {
+        target: "2.17.0",
+        settings: "policies/kfp-default/settings/kfp-2.17.0.json",
+        fixtures: FIXTURES,
+    },
+    Release {
+        target: "2.16.1",
+        settings: "policies/kfp-default/settings/kfp-2.16.1.json",
+        fixtures: FIXTURES,
+    },
+    Release {
+        target: "2.16.0",
+        settings: "policies/kfp-default/settings/kfp-2.16.0.json",
+        fixtures: FIXTURES,
+    },
+    Release {
+        target: "2.15.0",
+        settings: "policies/kfp-default/settings/kfp-2.15.0.json",
+        fixtures: FIXTURES,
+    },
+    Release {
+        target: "2.14.4",
+        settings: "policies/kfp-default/settings/kfp-2.14.4.json",
+        fixtures: FIXTURES,
+    },
+];
 
 /// What Argo made of one instantiated run.
 struct Admitted {
@@ -207,9 +233,9 @@ async fn refused(
     Ok(format!("{name}: {} ({message})", phase(&live)))
 }
 
-fn print_table(rows: &[(String, Admitted)]) {
-    let mut table = String::from(
-        "argo: rebuilt SWF -> Argo v4.0.7\nswf                     workflow                          first pod template   image                                 args\n",
+fn print_table(target: &str, rows: &[(String, Admitted)]) {
+    let mut table = format!(
+        "argo: SWFs rebuilt for KFP {target} -> Argo v4.0.7\nswf                     workflow                          first pod template   image                                 args\n",
     );
     for (swf, a) in rows {
         table.push_str(&format!(
@@ -227,7 +253,7 @@ async fn argo_v4_admits_every_rebuilt_swf_workflow_and_refuses_the_kfp_11296_cor
     let control_plane = shared().await?;
     let client = control_plane.client()?;
     let decoder = Decoder::load()?;
-    for release in RELEASES {
+    for (index, release) in RELEASES.iter().enumerate() {
         let namespace = control_plane.ns().await?;
         let namespaces = [namespace.clone()];
         for fixture in release.fixtures {
@@ -252,13 +278,16 @@ async fn argo_v4_admits_every_rebuilt_swf_workflow_and_refuses_the_kfp_11296_cor
             let admission = admitted(&client, &decoder, swf, 1).await?;
             rows.push((swf.name_any(), admission));
         }
-        print_table(&rows);
+        print_table(release.target, &rows);
         ensure!(
             rows.len() == release.fixtures.len(),
             "{} admitted",
             rows.len()
         );
 
+        if index > 0 {
+            continue;
+        }
         // Seed 000's patch: Argo refuses the run; pipewarden restores the SWF; Argo admits it.
         let victim = rebuilt[0].name_any();
         merge_patch(&client, &namespace, &victim, KFP_11296_CORRUPTION).await?;
