@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt as _, TryStreamExt as _};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, GroupVersionKind};
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 use tokio::sync::watch;
@@ -164,7 +164,7 @@ async fn run(
     );
     swf_loop.decisions = decisions;
     let swf_loop = Arc::new(swf_loop);
-    let apis: Vec<Api<DynamicObject>> = if ctx.namespaces.is_empty() {
+    let apis: Vec<Api<packed::WatchedSwf>> = if ctx.namespaces.is_empty() {
         vec![Api::all_with(ctx.client.clone(), &swf_loop.resource)]
     } else {
         ctx.namespaces
@@ -232,7 +232,7 @@ async fn run(
 }
 
 /// Whether an event is about an SWF of this shard (list markers always are).
-fn in_shard(event: &watcher::Event<DynamicObject>, shard: Shard) -> bool {
+fn in_shard(event: &watcher::Event<packed::WatchedSwf>, shard: Shard) -> bool {
     match event {
         watcher::Event::Apply(swf)
         | watcher::Event::Delete(swf)

@@ -1,7 +1,9 @@
-//! The form an SWF is kept in between reconciles. A whole SWF is about 11 KB of JSON (its
-//! embedded workflow and the last good render) and several times that as a parsed object; the
-//! store keeps only what keys and schedules a reconcile (name, namespace, uid,
-//! resourceVersion) and the rest compressed, unpacked only while the SWF is being decided.
+//! The forms an SWF is kept in. A whole SWF is about 11 KB of JSON (its embedded workflow and
+//! the last good render) and several times that as a parsed object. The watch delivers it as
+//! [`WatchedSwf`]: its keys and the JSON text as it came, never parsed into a tree, since most
+//! SWFs a shard watches are another shard's and are dropped unread. The store keeps
+//! [`PackedSwf`]: the keys (name, namespace, uid, resourceVersion) and the rest compressed,
+//! unpacked only while the SWF is being decided.
 
 use std::borrow::Cow;
 use std::io::{Read as _, Write as _};
@@ -9,11 +11,48 @@ use std::io::{Read as _, Write as _};
 use flate2::Compression;
 use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
-use kube::api::{ApiResource, DynamicObject, ObjectMeta};
+use kube::api::{ApiResource, ObjectMeta};
 use kube::core::DynamicResourceScope;
 use kube::runtime::watcher;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// An SWF as a list or watch delivers it.
+#[derive(Clone, Debug)]
+pub struct WatchedSwf {
+    /// Only name, namespace, uid and resourceVersion.
+    pub metadata: ObjectMeta,
+    /// The whole object, as the API server wrote it.
+    json: Box<RawValue>,
+}
+
+impl<'de> Deserialize<'de> for WatchedSwf {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Keys {
+            metadata: KeyMeta,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct KeyMeta {
+            name: Option<String>,
+            namespace: Option<String>,
+            uid: Option<String>,
+            resource_version: Option<String>,
+        }
+        let json = Box::<RawValue>::deserialize(deserializer)?;
+        let keys: Keys = serde_json::from_str(json.get()).map_err(serde::de::Error::custom)?;
+        let metadata = ObjectMeta {
+            name: keys.metadata.name,
+            namespace: keys.metadata.namespace,
+            uid: keys.metadata.uid,
+            resource_version: keys.metadata.resource_version,
+            ..ObjectMeta::default()
+        };
+        Ok(WatchedSwf { metadata, json })
+    }
+}
 
 /// An SWF as the reflector stores it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -33,25 +72,43 @@ pub enum PackError {
 }
 
 impl PackedSwf {
-    /// Managed fields are bookkeeping no decision reads; they are dropped.
-    pub fn pack(mut swf: DynamicObject) -> Result<Self, PackError> {
-        swf.metadata.managed_fields = None;
-        let metadata = ObjectMeta {
-            name: swf.metadata.name.clone(),
-            namespace: swf.metadata.namespace.clone(),
-            uid: swf.metadata.uid.clone(),
-            resource_version: swf.metadata.resource_version.clone(),
-            ..ObjectMeta::default()
-        };
-        // Serialized first and compressed in one write: the encoder zero-fills its whole
-        // output buffer on every write, and serde writes each token on its own.
-        let json = serde_json::to_vec(&swf)?;
+    /// Managed fields are bookkeeping no decision reads; they are dropped. Only the top level
+    /// and the metadata are split into their fields; every value is copied as it came.
+    pub fn pack(swf: &WatchedSwf) -> Result<Self, PackError> {
+        let text = swf.json.get();
+        let mut json = Vec::with_capacity(text.len());
+        json.push(b'{');
+        for (index, (key, value)) in fields(text)?.into_iter().enumerate() {
+            if index > 0 {
+                json.push(b',');
+            }
+            serde_json::to_writer(&mut json, &key)?;
+            json.push(b':');
+            if key == "metadata" {
+                json.push(b'{');
+                let kept = fields(value.get())?
+                    .into_iter()
+                    .filter(|(key, _)| key != "managedFields");
+                for (index, (key, value)) in kept.enumerate() {
+                    if index > 0 {
+                        json.push(b',');
+                    }
+                    serde_json::to_writer(&mut json, &key)?;
+                    json.push(b':');
+                    json.extend_from_slice(value.get().as_bytes());
+                }
+                json.push(b'}');
+            } else {
+                json.extend_from_slice(value.get().as_bytes());
+            }
+        }
+        json.push(b'}');
         // Fast compression: the watch of a mass rebuild packs every write's echo.
         let mut encoder =
             DeflateEncoder::new(Vec::with_capacity(json.len() / 4), Compression::fast());
         encoder.write_all(&json)?;
         Ok(PackedSwf {
-            metadata,
+            metadata: swf.metadata.clone(),
             packed: encoder.finish()?.into_boxed_slice(),
         })
     }
@@ -73,15 +130,36 @@ impl PackedSwf {
     }
 }
 
-/// Packs every object of a watch event. An object that cannot be packed (it came from JSON, so
+/// The fields of a JSON object in their order, each value unparsed.
+fn fields(object: &str) -> Result<Vec<(String, &RawValue)>, serde_json::Error> {
+    struct Fields;
+    impl<'de> serde::de::Visitor<'de> for Fields {
+        type Value = Vec<(String, &'de RawValue)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut fields = Vec::new();
+            while let Some(field) = map.next_entry()? {
+                fields.push(field);
+            }
+            Ok(fields)
+        }
+    }
+    serde_json::Deserializer::from_str(object).deserialize_map(Fields)
+}
+
+/// Packs every object of a watch event. An object that cannot be packed (it came as JSON, so
 /// only an allocation failure could do this) is kept as metadata alone: its reconcile reports it.
-pub fn pack_event(event: watcher::Event<DynamicObject>) -> watcher::Event<PackedSwf> {
-    let pack = |swf: DynamicObject| {
-        let metadata = swf.metadata.clone();
-        PackedSwf::pack(swf).unwrap_or_else(|error| {
-            tracing::warn!(name = metadata.name, %error, "cannot pack an SWF");
+pub fn pack_event(event: watcher::Event<WatchedSwf>) -> watcher::Event<PackedSwf> {
+    let pack = |swf: WatchedSwf| {
+        PackedSwf::pack(&swf).unwrap_or_else(|error| {
+            tracing::warn!(name = swf.metadata.name, %error, "cannot pack an SWF");
             PackedSwf {
-                metadata,
+                metadata: swf.metadata,
                 packed: Box::default(),
             }
         })
@@ -95,75 +173,135 @@ pub fn pack_event(event: watcher::Event<DynamicObject>) -> watcher::Event<Packed
     }
 }
 
-impl kube::Resource for PackedSwf {
-    type DynamicType = ApiResource;
-    type Scope = DynamicResourceScope;
+/// Both forms are SWFs to kube's reflector and controller, keyed by their metadata.
+macro_rules! swf_resource {
+    ($form:ty) => {
+        impl kube::Resource for $form {
+            type DynamicType = ApiResource;
+            type Scope = DynamicResourceScope;
 
-    fn kind(dt: &ApiResource) -> Cow<'_, str> {
-        dt.kind.as_str().into()
-    }
+            fn kind(dt: &ApiResource) -> Cow<'_, str> {
+                dt.kind.as_str().into()
+            }
 
-    fn group(dt: &ApiResource) -> Cow<'_, str> {
-        dt.group.as_str().into()
-    }
+            fn group(dt: &ApiResource) -> Cow<'_, str> {
+                dt.group.as_str().into()
+            }
 
-    fn version(dt: &ApiResource) -> Cow<'_, str> {
-        dt.version.as_str().into()
-    }
+            fn version(dt: &ApiResource) -> Cow<'_, str> {
+                dt.version.as_str().into()
+            }
 
-    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
-        dt.api_version.as_str().into()
-    }
+            fn api_version(dt: &ApiResource) -> Cow<'_, str> {
+                dt.api_version.as_str().into()
+            }
 
-    fn plural(dt: &ApiResource) -> Cow<'_, str> {
-        dt.plural.as_str().into()
-    }
+            fn plural(dt: &ApiResource) -> Cow<'_, str> {
+                dt.plural.as_str().into()
+            }
 
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
 
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
 }
+
+swf_resource!(WatchedSwf);
+swf_resource!(PackedSwf);
 
 #[cfg(test)]
 mod tests {
+    use kube::core::{ObjectList, WatchEvent};
+
     use super::*;
 
-    fn swf() -> DynamicObject {
-        serde_json::from_value(serde_json::json!({
+    fn swf() -> Value {
+        serde_json::json!({
             "apiVersion": "kubeflow.org/v1beta1",
             "kind": "ScheduledWorkflow",
             "metadata": {
                 "name": "daily", "namespace": "team-a", "uid": "u-1", "resourceVersion": "42",
                 "labels": {"a": "b"},
+                "annotations": {"quoted \"key\"": "line\nbreak \u{e9}"},
                 "managedFields": [{"manager": "kubectl", "operation": "Update"}],
             },
             "spec": {"workflow": {"spec": {"templates": [{"name": "x".repeat(4000)}]}}},
-        }))
-        .expect("an SWF")
+            "status": {"conditions": []},
+        })
+    }
+
+    fn watched(object: &Value) -> WatchedSwf {
+        serde_json::from_str(&object.to_string()).expect("an SWF")
     }
 
     #[test]
     fn unpacks_to_the_object_without_managed_fields() {
-        let packed = PackedSwf::pack(swf()).expect("packed");
+        let packed = PackedSwf::pack(&watched(&swf())).expect("packed");
         let mut expected = swf();
-        expected.metadata.managed_fields = None;
-        let unpacked = packed.unpack().expect("unpacked");
-        assert_eq!(unpacked, serde_json::to_value(expected).unwrap());
+        expected["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        assert_eq!(packed.unpack().expect("unpacked"), expected);
     }
 
     #[test]
     fn keeps_only_the_keys_uncompressed() {
-        let packed = PackedSwf::pack(swf()).expect("packed");
+        let packed = PackedSwf::pack(&watched(&swf())).expect("packed");
         assert_eq!(packed.metadata.name.as_deref(), Some("daily"));
         assert_eq!(packed.metadata.namespace.as_deref(), Some("team-a"));
         assert_eq!(packed.metadata.uid.as_deref(), Some("u-1"));
         assert_eq!(packed.resource_version(), Some("42"));
         assert!(packed.metadata.labels.is_none());
         assert!(packed.packed_len() < 1000, "{}", packed.packed_len());
+    }
+
+    #[test]
+    fn keeps_the_fields_in_the_order_they_came() {
+        let text = r#"{"spec":{"b":1,"a":2},"kind":"ScheduledWorkflow","metadata":{"uid":"u","name":"n","managedFields":[]}}"#;
+        let swf: WatchedSwf = serde_json::from_str(text).expect("an SWF");
+        let packed = PackedSwf::pack(&swf).expect("packed");
+        let mut json = Vec::new();
+        DeflateDecoder::new(&packed.packed[..])
+            .read_to_end(&mut json)
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(json).unwrap(),
+            r#"{"spec":{"b":1,"a":2},"kind":"ScheduledWorkflow","metadata":{"uid":"u","name":"n"}}"#
+        );
+    }
+
+    // kube decodes lists through a flattened struct and watch events as an adjacently tagged
+    // enum; the raw object must survive both. The API server writes an event's `type` before
+    // its `object` (the field order of Go's metav1.WatchEvent), which lets serde hand the
+    // object over unbuffered.
+    #[test]
+    fn decodes_from_kubes_list_and_watch_answers() {
+        let list = serde_json::json!({
+            "apiVersion": "kubeflow.org/v1beta1", "kind": "ScheduledWorkflowList",
+            "metadata": {"resourceVersion": "7"}, "items": [swf(), swf()],
+        });
+        let list: ObjectList<WatchedSwf> = serde_json::from_str(&list.to_string()).expect("a list");
+        assert_eq!(list.items.len(), 2);
+        assert_eq!(list.items[1].metadata.uid.as_deref(), Some("u-1"));
+        let event = format!(r#"{{"type":"MODIFIED","object":{}}}"#, swf());
+        match serde_json::from_str::<WatchEvent<WatchedSwf>>(&event).expect("an event") {
+            WatchEvent::Modified(swf) => {
+                assert_eq!(swf.metadata.resource_version.as_deref(), Some("42"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_object_without_metadata_is_refused() {
+        assert!(serde_json::from_str::<WatchedSwf>(r#"{"spec":{}}"#).is_err());
+        assert!(serde_json::from_str::<WatchedSwf>("[]").is_err());
     }
 
     #[test]

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::Method;
-use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -15,7 +14,7 @@ use crate::controller::context::Context;
 use crate::controller::metrics::{Metrics, OutcomeLabel};
 use crate::controller::policy_handle::{LoadedPolicy, PolicyHandle};
 use crate::controller::swf::SwfLoop;
-use crate::controller::swf::packed::PackedSwf;
+use crate::controller::swf::packed::{PackedSwf, WatchedSwf};
 use crate::engine::RebuildPolicy;
 use crate::testing::fake_api::{FakeApi, status};
 use crate::testing::{data, default_policy, default_settings};
@@ -61,8 +60,8 @@ impl Harness {
     }
 
     async fn reconcile(&self, swf: &Value) -> Result<Action, super::SwfError> {
-        let object: DynamicObject = serde_json::from_value(swf.clone()).expect("an SWF object");
-        let packed = Arc::new(PackedSwf::pack(object).expect("packs"));
+        let watched: WatchedSwf = serde_json::from_str(&swf.to_string()).expect("an SWF object");
+        let packed = Arc::new(PackedSwf::pack(&watched).expect("packs"));
         reconcile(packed, self.swf_loop.clone()).await
     }
 
