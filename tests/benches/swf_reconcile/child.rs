@@ -152,11 +152,9 @@ async fn pipewarden_side() -> Result<Measured> {
         text => Some(Shard::parse(text).map_err(anyhow::Error::msg)?),
     };
     init_logs();
-    // A shard decides only its own SWFs: counted on a client apart, before the clock starts.
-    let count = match &shard {
-        None => env(COUNT)?.parse()?,
-        Some(shard) => owned_by(shard, &client(&RequestLog::default()).await?, &namespace).await?,
-    };
+    // A shard's count is of its own SWFs, counted by the parent: a list of them all here would
+    // be this process's peak RSS.
+    let count: u64 = env(COUNT)?.parse()?;
     let log = RequestLog::default();
     let client = client(&log).await?;
     // Compiled before the clock starts, as `pipewarden precompile` does: the upstream side too
@@ -225,18 +223,6 @@ async fn pipewarden_side() -> Result<Measured> {
     running.stop().await;
     let _ = std::fs::remove_dir_all(&cache);
     Ok(measured(wall, cpu_secs, &requests, rss_after_pass))
-}
-
-/// How many of the SWFs in `namespace` are `shard`'s.
-async fn owned_by(shard: &Shard, client: &kube::Client, namespace: &str) -> Result<u64> {
-    let all = swfs(client, namespace)
-        .list_metadata(&Default::default())
-        .await?;
-    Ok(all
-        .items
-        .iter()
-        .filter(|swf| shard.owns(swf.metadata.uid.as_deref().unwrap_or_default()))
-        .count() as u64)
 }
 
 /// Says on stderr how many decisions of the first pass had another outcome than the one

@@ -23,6 +23,7 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, ensure};
 use futures::{StreamExt as _, TryStreamExt as _};
 use kube::api::{DynamicObject, PostParams};
+use pipewarden::config::Shard;
 use pipewarden_tests::swf_support::*;
 use pipewarden_tests::{ControlPlane, procfs};
 
@@ -107,15 +108,19 @@ async fn parent() -> Result<()> {
         rows.len() - 2..rows.len() - 1
     } else {
         let from = rows.len();
+        let owned = owned_per_shard(&client, &pipewarden_ns, shards).await?;
         let servers = ServerClock::start(control_plane);
-        let children = (0..shards).map(|index| {
-            let shard = spec(
-                "pipewarden",
-                &pipewarden_ns,
-                "rebuild",
-                1,
-                Some(format!("{index}/{shards}")),
-            );
+        let children = owned.into_iter().enumerate().map(|(index, owned)| {
+            let shard = child::Spec {
+                count: owned,
+                ..spec(
+                    "pipewarden",
+                    &pipewarden_ns,
+                    "rebuild",
+                    1,
+                    Some(format!("{index}/{shards}")),
+                )
+            };
             async move { child::run(&shard).await }
         });
         let (measured, profile) = tokio::join!(
@@ -150,6 +155,31 @@ async fn parent() -> Result<()> {
     println!("\npipewarden's first pass: {written}");
     print_server_memory(control_plane);
     Ok(())
+}
+
+/// How many of the SWFs in `namespace` each of `shards` shards owns, counted here so that no
+/// shard process holds a list of them all.
+async fn owned_per_shard(
+    client: &kube::Client,
+    namespace: &str,
+    count: usize,
+) -> Result<Vec<usize>> {
+    let shards: Vec<Shard> = (0..count)
+        .map(|index| Shard::parse(&format!("{index}/{count}")))
+        .collect::<Result<_, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let all = swfs(client, namespace)
+        .list_metadata(&Default::default())
+        .await?;
+    Ok(shards
+        .iter()
+        .map(|shard| {
+            all.items
+                .iter()
+                .filter(|swf| shard.owns(swf.metadata.uid.as_deref().unwrap_or_default()))
+                .count()
+        })
+        .collect())
 }
 
 /// Checks that pipewarden's first pass wrote each of the `count` SWFs exactly once, over all
