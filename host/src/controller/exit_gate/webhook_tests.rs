@@ -11,11 +11,26 @@ fn refused(url: &str, options: &WebhookOptions) -> String {
     }
 }
 
-fn file(name: &str, contents: &str) -> PathBuf {
+/// A file for one test, removed when the test is done with it (a run leaves nothing in /tmp).
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn path(&self) -> PathBuf {
+        self.0.clone()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn file(name: &str, contents: &str) -> TempFile {
     let path =
         std::env::temp_dir().join(format!("pipewarden-webhook-{name}-{}", std::process::id()));
     std::fs::write(&path, contents).unwrap();
-    path
+    TempFile(path)
 }
 
 #[test]
@@ -35,8 +50,9 @@ fn plain_http_is_refused_off_loopback_unless_allowed() {
         ..WebhookOptions::default()
     };
     Webhook::new("http://receiver.team-a.svc:8080/", &allowed).unwrap();
+    let ca = file("ca", "not a certificate");
     let with_ca = WebhookOptions {
-        ca_file: Some(file("ca", "not a certificate")),
+        ca_file: Some(ca.path()),
         ..WebhookOptions::default()
     };
     let error = refused("http://127.0.0.1/", &with_ca);
@@ -47,8 +63,9 @@ fn plain_http_is_refused_off_loopback_unless_allowed() {
 
 #[test]
 fn an_empty_or_missing_key_or_token_file_is_a_configuration_error() {
+    let empty_key = file("empty-key", "\n");
     let empty = WebhookOptions {
-        signing_key_file: Some(file("empty-key", "\n")),
+        signing_key_file: Some(empty_key.path()),
         ..WebhookOptions::default()
     };
     let error = refused("http://127.0.0.1/", &empty);
@@ -96,8 +113,8 @@ async fn a_signed_request_verifies_under_the_key_and_carries_the_token_read_per_
     let key = file("key", "s3cret-key\n");
     let token = file("token", "token-one");
     let options = WebhookOptions {
-        signing_key_file: Some(key.clone()),
-        token_file: Some(token.clone()),
+        signing_key_file: Some(key.path()),
+        token_file: Some(token.path()),
         ..WebhookOptions::default()
     };
     let webhook = Webhook::new(&url, &options).unwrap();
@@ -105,7 +122,7 @@ async fn a_signed_request_verifies_under_the_key_and_carries_the_token_read_per_
         .post(&notification(), Duration::from_secs(5))
         .await
         .unwrap();
-    std::fs::write(&token, "token-two").unwrap();
+    std::fs::write(token.path(), "token-two").unwrap();
     webhook
         .post(&notification(), Duration::from_secs(5))
         .await
