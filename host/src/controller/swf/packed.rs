@@ -76,33 +76,25 @@ impl PackedSwf {
     /// and the metadata are split into their fields; every value is copied as it came.
     pub fn pack(swf: &WatchedSwf) -> Result<Self, PackError> {
         let text = swf.json.get();
-        let mut json = Vec::with_capacity(text.len());
-        json.push(b'{');
-        for (index, (key, value)) in fields(text)?.into_iter().enumerate() {
-            if index > 0 {
-                json.push(b',');
-            }
-            serde_json::to_writer(&mut json, &key)?;
-            json.push(b':');
-            if key == "metadata" {
-                json.push(b'{');
-                let kept = fields(value.get())?
-                    .into_iter()
-                    .filter(|(key, _)| key != "managedFields");
-                for (index, (key, value)) in kept.enumerate() {
-                    if index > 0 {
-                        json.push(b',');
-                    }
-                    serde_json::to_writer(&mut json, &key)?;
-                    json.push(b':');
-                    json.extend_from_slice(value.get().as_bytes());
-                }
-                json.push(b'}');
-            } else {
-                json.extend_from_slice(value.get().as_bytes());
-            }
+        let top = fields(text)?;
+        let mut metadata = Vec::new();
+        if let Some((_, value)) = top.iter().find(|(key, _)| key == "metadata") {
+            let fields = fields(value.get())?;
+            let kept = fields
+                .iter()
+                .filter(|(key, _)| key != "managedFields")
+                .map(|(key, value)| (key.as_str(), value.get().as_bytes()));
+            write_object(&mut metadata, kept)?;
         }
-        json.push(b'}');
+        let mut json = Vec::with_capacity(text.len());
+        let top = top.iter().map(|(key, value)| {
+            let value = match key.as_str() {
+                "metadata" => &metadata[..],
+                _ => value.get().as_bytes(),
+            };
+            (key.as_str(), value)
+        });
+        write_object(&mut json, top)?;
         // Fast compression: the watch of a mass rebuild packs every write's echo.
         let mut encoder =
             DeflateEncoder::new(Vec::with_capacity(json.len() / 4), Compression::fast());
@@ -128,6 +120,24 @@ impl PackedSwf {
     pub fn resource_version(&self) -> Option<&str> {
         self.metadata.resource_version.as_deref()
     }
+}
+
+/// Writes a JSON object of `fields`, each value already JSON text.
+fn write_object<'a>(
+    out: &mut Vec<u8>,
+    fields: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Result<(), serde_json::Error> {
+    out.push(b'{');
+    for (index, (key, value)) in fields.into_iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, key)?;
+        out.push(b':');
+        out.extend_from_slice(value);
+    }
+    out.push(b'}');
+    Ok(())
 }
 
 /// The fields of a JSON object in their order, each value unparsed.
