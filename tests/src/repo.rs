@@ -7,6 +7,11 @@ use anyhow::{Result, bail};
 /// Settings the default policy validates at load.
 pub const DEFAULT_SETTINGS: &str = "policies/kfp-default/settings/kfp-2.17.0.json";
 
+/// The shipped settings of a KFP release's default install, relative to the repository.
+pub fn release_settings(version: &str) -> String {
+    format!("policies/kfp-default/settings/kfp-{version}.json")
+}
+
 pub fn repo_path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("..")

@@ -4,16 +4,19 @@
 //! driver with the rendered image and arguments. The workflow of an SWF corrupted by seed 000's
 //! patch is refused by Argo, and admitted again once pipewarden restored the SWF.
 //!
-//! One row of [`RELEASES`] per KFP release pipewarden renders for: a new release is one more row
-//! (its target version, its settings, the fixtures to rebuild for it).
+//! Every release the compiler supports (`kfp_compiler::Release::ALL`), newest first, with its
+//! shipped settings; the newest also runs seed 000's corruption and the restore (which do not
+//! depend on the release).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
+use kfp_compiler::Release;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::{Client, ResourceExt as _};
 use pipewarden_tests::argo::ArgoStack;
+use pipewarden_tests::repo::release_settings;
 use pipewarden_tests::{log, shared};
 use serde_json::Value;
 
@@ -24,45 +27,8 @@ use crate::swf_support::{
     seed, stamped_version, wait_for_all,
 };
 
-/// A KFP release pipewarden rebuilds SWFs for.
-struct Release {
-    target: &'static str,
-    settings: &'static str,
-    /// `tests/data/swf` fixtures seeded and rebuilt (one SWF each).
-    fixtures: &'static [&'static str],
-}
-
+/// `tests/data/swf` fixtures seeded and rebuilt for every release (one SWF each).
 const FIXTURES: &[&str] = &["kfp-2.3", "kfp-2.3-parameters", "kfp-legacy-object"];
-
-/// Every release pipewarden compiles for; the newest also runs seed 000's corruption and the
-/// restore (which do not depend on the release).
-const RELEASES: &[Release] = &[
-    Release {
-        target: "2.17.0",
-        settings: "policies/kfp-default/settings/kfp-2.17.0.json",
-        fixtures: FIXTURES,
-    },
-    Release {
-        target: "2.16.1",
-        settings: "policies/kfp-default/settings/kfp-2.16.1.json",
-        fixtures: FIXTURES,
-    },
-    Release {
-        target: "2.16.0",
-        settings: "policies/kfp-default/settings/kfp-2.16.0.json",
-        fixtures: FIXTURES,
-    },
-    Release {
-        target: "2.15.0",
-        settings: "policies/kfp-default/settings/kfp-2.15.0.json",
-        fixtures: FIXTURES,
-    },
-    Release {
-        target: "2.14.4",
-        settings: "policies/kfp-default/settings/kfp-2.14.4.json",
-        fixtures: FIXTURES,
-    },
-];
 
 /// What Argo made of one instantiated run.
 struct Admitted {
@@ -253,10 +219,11 @@ async fn argo_v4_admits_every_rebuilt_swf_workflow_and_refuses_the_kfp_11296_cor
     let control_plane = shared().await?;
     let client = control_plane.client()?;
     let decoder = Decoder::load()?;
-    for (index, release) in RELEASES.iter().enumerate() {
+    for release in Release::ALL.into_iter().rev() {
+        let target = release.as_str();
         let namespace = control_plane.ns().await?;
         let namespaces = [namespace.clone()];
-        for fixture in release.fixtures {
+        for fixture in FIXTURES {
             let prefix = format!(
                 "swf-{}",
                 fixture.trim_start_matches("kfp-").replace('.', "-")
@@ -264,11 +231,11 @@ async fn argo_v4_admits_every_rebuilt_swf_workflow_and_refuses_the_kfp_11296_cor
             seed(&client, &namespace, fixture, &prefix, 1).await?;
         }
         let args = ControllerArgs::new(&namespaces)
-            .policy(DEFAULT_POLICY, release.settings)
-            .set("--target-version", release.target);
+            .policy(DEFAULT_POLICY, &release_settings(target))
+            .set("--target-version", target);
         let running = args.start(control_plane).await?;
         let rebuilt = wait_for_all(&client, &namespaces, "every SWF rebuilt", |swf| {
-            stamped_version(swf) == Some(release.target)
+            stamped_version(swf) == Some(target)
         })
         .await?;
         running.stop().await;
@@ -278,14 +245,10 @@ async fn argo_v4_admits_every_rebuilt_swf_workflow_and_refuses_the_kfp_11296_cor
             let admission = admitted(&client, &decoder, swf, 1).await?;
             rows.push((swf.name_any(), admission));
         }
-        print_table(release.target, &rows);
-        ensure!(
-            rows.len() == release.fixtures.len(),
-            "{} admitted",
-            rows.len()
-        );
+        print_table(target, &rows);
+        ensure!(rows.len() == FIXTURES.len(), "{} admitted", rows.len());
 
-        if index > 0 {
+        if release != Release::LATEST {
             continue;
         }
         // Seed 000's patch: Argo refuses the run; pipewarden restores the SWF; Argo admits it.

@@ -79,10 +79,7 @@ impl Running {
 /// The shipped settings of the target release (`policies/kfp-default/settings/kfp-<v>.json`),
 /// or, for a version without one, `{}`: its default install, if the policy knows it.
 pub fn settings_file() -> std::path::PathBuf {
-    let shipped = repo_path(&format!(
-        "policies/kfp-default/settings/kfp-{}.json",
-        crate::target()
-    ));
+    let shipped = repo_path(&pipewarden_tests::repo::release_settings(crate::target()));
     if shipped.is_file() {
         shipped
     } else {
