@@ -129,6 +129,10 @@ pub fn semantic_diff(live: &Value, desired: &Value) -> Vec<Change> {
             Some(_) => {}
         }
     }
+    // The same spec needs no parse: an SWF already rendered, on every resync.
+    if live.get("spec") == desired.get("spec") {
+        return changes;
+    }
     let live_spec = live.get("spec").map(normalized_spec);
     let desired_spec = desired.get("spec").map(normalized_spec);
     if let (Some(Form::Object), Some(Form::String)) = (
@@ -168,23 +172,32 @@ fn workflow_spec_form(spec: &Value) -> Option<Form> {
     }
 }
 
-/// `spec` with the embedded workflow parsed and parameters keyed by name.
+/// `spec` with the embedded workflow parsed and parameters keyed by name. Built field by field:
+/// the embedded workflow's text is parsed where it lies, never copied first.
 fn normalized_spec(spec: &Value) -> Value {
-    let mut spec = spec.clone();
-    if let Some(embedded) = spec.pointer_mut("/workflow/spec")
-        && let Value::String(text) = embedded
-        && let Ok(parsed) = serde_json::from_str::<Value>(text)
-    {
-        *embedded = parsed;
-    }
-    if let Some(parameters) = spec.pointer_mut("/workflow/parameters")
-        && let Some(by_name) = parameters
-            .as_array()
-            .and_then(|list| by_name(list, "value"))
-    {
-        *parameters = Value::Object(by_name);
-    }
-    spec
+    let Value::Object(fields) = spec else {
+        return spec.clone();
+    };
+    let normalized = fields.iter().map(|(key, value)| {
+        let value = match (key.as_str(), value) {
+            ("workflow", Value::Object(workflow)) => normalized_workflow(workflow),
+            _ => value.clone(),
+        };
+        (key.clone(), value)
+    });
+    Value::Object(normalized.collect())
+}
+
+fn normalized_workflow(workflow: &Map<String, Value>) -> Value {
+    let normalized = workflow.iter().map(|(key, value)| {
+        let parsed = match (key.as_str(), value) {
+            ("spec", Value::String(text)) => serde_json::from_str::<Value>(text).ok(),
+            ("parameters", Value::Array(list)) => by_name(list, "value").map(Value::Object),
+            _ => None,
+        };
+        (key.clone(), parsed.unwrap_or_else(|| value.clone()))
+    });
+    Value::Object(normalized.collect())
 }
 
 /// `[{name, <field>}]` as name -> field, if every item has a unique string name.
@@ -217,8 +230,11 @@ fn walk(path: &str, live: Option<&Value>, desired: Option<&Value>, out: &mut Vec
             keys.sort();
             keys.dedup();
             for key in keys {
-                let child = format!("{path}{}", key_segment(key));
-                walk(&child, a.get(key), b.get(key), out);
+                let (a, b) = (a.get(key), b.get(key));
+                // Most of a workflow is unchanged; its paths are never formatted.
+                if a != b {
+                    walk(&format!("{path}{}", key_segment(key)), a, b, out);
+                }
             }
         }
         (Some(Value::Array(a)), Some(Value::Array(b))) => walk_list(path, a, b, out),
@@ -230,7 +246,7 @@ fn walk(path: &str, live: Option<&Value>, desired: Option<&Value>, out: &mut Vec
     }
 }
 
-fn walk_list(path: &str, a: &[Value], b: &[Value], out: &mut Vec<Change>) {
+fn walk_list<'a>(path: &str, a: &'a [Value], b: &'a [Value], out: &mut Vec<Change>) {
     if let (Some(names_a), Some(names_b)) = (item_names(a), item_names(b)) {
         let mut sorted_a = names_a.clone();
         let mut sorted_b = names_b.clone();
@@ -247,17 +263,14 @@ fn walk_list(path: &str, a: &[Value], b: &[Value], out: &mut Vec<Change>) {
         names.sort();
         names.dedup();
         for name in names {
-            let find = |list: &'_ [Value]| {
+            let find = |list: &'a [Value]| {
                 list.iter()
                     .find(|item| item.get("name").and_then(Value::as_str) == Some(name))
-                    .cloned()
             };
-            walk(
-                &format!("{path}[{name}]"),
-                find(a).as_ref(),
-                find(b).as_ref(),
-                out,
-            );
+            let (a, b) = (find(a), find(b));
+            if a != b {
+                walk(&format!("{path}[{name}]"), a, b, out);
+            }
         }
     } else if a.iter().chain(b).all(|v| !v.is_object() && !v.is_array()) {
         let (removed, added) = list_edits(a, b);
@@ -268,7 +281,10 @@ fn walk_list(path: &str, a: &[Value], b: &[Value], out: &mut Vec<Change>) {
         });
     } else {
         for i in 0..a.len().max(b.len()) {
-            walk(&format!("{path}[{i}]"), a.get(i), b.get(i), out);
+            let (a, b) = (a.get(i), b.get(i));
+            if a != b {
+                walk(&format!("{path}[{i}]"), a, b, out);
+            }
         }
     }
 }
