@@ -4,6 +4,7 @@
 //! the loops; `config` holds every flag; `cli` is the command line.
 
 pub mod cli;
+pub mod compress;
 pub mod config;
 pub mod controller;
 pub mod engine;

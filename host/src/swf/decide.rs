@@ -27,10 +27,19 @@ pub fn decide(
     live: &Value,
     target: &RenderTarget,
 ) -> Result<SwfOutcome, PolicyError> {
-    let live_json = live.to_string();
+    decide_json(policy, live, &live.to_string(), target)
+}
+
+/// [`decide`] with `live` also as JSON text (`live_json`), which the policy is given as it is.
+pub fn decide_json(
+    policy: &impl Decisions,
+    live: &Value,
+    live_json: &str,
+    target: &RenderTarget,
+) -> Result<SwfOutcome, PolicyError> {
     let input = RebuildInput {
         policy: target.rebuild_policy,
-        swf: live_json.clone(),
+        swf: live_json.to_owned(),
         target_version: target.target_version.clone(),
         stamps: read_stamps(live),
         settings: target.settings.clone(),
@@ -56,7 +65,7 @@ pub fn decide(
             return Ok(SwfOutcome::Skipped { reason });
         }
         RebuildDecision::Skip(reason) => {
-            let (_, changes) = match render_and_diff(calls, &live_json, live, target) {
+            let (_, changes) = match render_and_diff(calls, live_json, live, target) {
                 Err(error) => return as_unsupported_target(error),
                 Ok(rendered) => rendered,
             };
@@ -67,7 +76,7 @@ pub fn decide(
             });
         }
     };
-    let (desired, changes) = match render_and_diff(calls, &live_json, live, target) {
+    let (desired, changes) = match render_and_diff(calls, live_json, live, target) {
         Err(error) => return as_unsupported_target(error),
         Ok(rendered) => rendered,
     };

@@ -6,14 +6,14 @@
 //! `spec.workflow` is kept and restored: the rest of `spec` (`enabled`, the trigger) is KFP's to
 //! change, and a restore must not undo an enable or disable made since the last rebuild.
 
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use flate2::Compression;
 use flate2::read::GzDecoder;
-use flate2::write::GzEncoder;
 use serde_json::Value;
+
+use crate::compress::{Format, compress};
 
 /// Annotation holding the last good render.
 pub const LAST_GOOD_ANNOTATION: &str = "pipewarden.io/last-good-render";
@@ -23,10 +23,10 @@ pub const MAX_RECORD_BYTES: usize = 64 * 1024;
 const MAX_DECODED_BYTES: usize = 8 << 20;
 
 /// The gzip level of records, chosen by `cargo bench -p pipewarden --bench last_good` over
-/// KFP 2.17.0's 112 own compiles: level 3 takes half the time of level 9 (357 against 697 us a
-/// record) for 5% more bytes, and every record still fits; level 1 drops 7 of them
-/// (docs/benchmarks.md).
-pub const RECORD_LEVEL: u32 = 3;
+/// KFP 2.17.0's 112 own compiles: the lowest level at which every record fits (zlib's levels 1
+/// to 3 trade matches for speed, and 5 of those records no longer fit), about half the time of
+/// level 9 (docs/benchmarks.md).
+pub const RECORD_LEVEL: u32 = 4;
 
 /// The record of `workflow`, or None when it would not fit in [`MAX_RECORD_BYTES`].
 pub fn encode(workflow: &Value) -> Option<String> {
@@ -35,10 +35,8 @@ pub fn encode(workflow: &Value) -> Option<String> {
 
 /// [`encode`] at gzip level `level` (0-9).
 pub fn encode_at(workflow: &Value, level: u32) -> Option<String> {
-    let mut gzip = GzEncoder::new(Vec::new(), Compression::new(level));
-    // Writing into a Vec cannot fail.
-    gzip.write_all(workflow.to_string().as_bytes()).ok()?;
-    let text = STANDARD.encode(gzip.finish().ok()?);
+    let json = serde_json::to_vec(workflow).ok()?;
+    let text = STANDARD.encode(compress(Format::Gzip, level, &json).ok()?);
     (text.len() <= MAX_RECORD_BYTES).then_some(text)
 }
 

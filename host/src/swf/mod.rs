@@ -51,6 +51,27 @@ pub fn unsupported_target_reason(text: &str) -> Option<&str> {
 /// Env var an operator sets to choose the rebuild policy.
 pub const REBUILD_POLICY_ENV: &str = "ML_PIPELINE_SCHEDULEDRUNS_REBUILDPOLICY";
 
+/// A live SWF as one decision reads it: the JSON text the policy is given, as it came (not
+/// written again from the tree), and the tree the host's own checks read.
+pub struct LiveSwf {
+    pub json: String,
+    pub value: Value,
+}
+
+impl LiveSwf {
+    pub fn parse(json: String) -> Result<Self, serde_json::Error> {
+        let value = serde_json::from_str(&json)?;
+        Ok(LiveSwf { json, value })
+    }
+
+    pub fn from_value(value: Value) -> Self {
+        LiveSwf {
+            json: value.to_string(),
+            value,
+        }
+    }
+}
+
 /// The stamps the host reads from an SWF's annotations.
 pub fn read_stamps(swf: &Value) -> Stamps {
     let annotation = |key: &str| {

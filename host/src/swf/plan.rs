@@ -4,8 +4,9 @@
 
 use serde_json::Value;
 
+use super::LiveSwf;
 use super::decide::changes_to_write;
-use super::decide::{RenderTarget, SwfOutcome, decide};
+use super::decide::{RenderTarget, SwfOutcome, decide, decide_json};
 use super::last_good::{self, Restore};
 use super::not_rebuildable_reason;
 use super::owned::{drop_nulls, foreign_change};
@@ -17,7 +18,21 @@ use crate::engine::{Decisions, Export, PolicyError, RebuildPolicy};
 /// recorded render too (the workflow was overwritten since); without one the SWF is left as
 /// it is and reported as not rebuildable.
 pub fn plan(policy: &impl Decisions, live: &Value, target: &RenderTarget) -> SwfOutcome {
-    let (render_error, not_rebuildable) = match decide(policy, live, target) {
+    plan_json(policy, live, &live.to_string(), target)
+}
+
+/// [`plan`] for an SWF whose JSON text is at hand (the controller's watch store).
+pub fn plan_live(policy: &impl Decisions, live: &LiveSwf, target: &RenderTarget) -> SwfOutcome {
+    plan_json(policy, &live.value, &live.json, target)
+}
+
+fn plan_json(
+    policy: &impl Decisions,
+    live: &Value,
+    live_json: &str,
+    target: &RenderTarget,
+) -> SwfOutcome {
+    let (render_error, not_rebuildable) = match decide_json(policy, live, live_json, target) {
         Ok(outcome) => return recorded(outcome),
         Err(
             error @ PolicyError::Guest {

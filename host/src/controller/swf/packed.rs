@@ -6,17 +6,18 @@
 //! unpacked only while the SWF is being decided.
 
 use std::borrow::Cow;
-use std::io::{Read as _, Write as _};
 
-use flate2::Compression;
-use flate2::read::DeflateDecoder;
-use flate2::write::DeflateEncoder;
 use kube::api::{ApiResource, ObjectMeta};
 use kube::core::DynamicResourceScope;
 use kube::runtime::watcher;
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
 use serde_json::value::RawValue;
+
+use crate::compress::{Format, compress, inflate};
+use crate::swf::LiveSwf;
+
+/// Far past any object the API server stores (etcd refuses requests over about 1.5 MiB).
+const MAX_UNPACKED_BYTES: usize = 64 << 20;
 
 /// An SWF as a list or watch delivers it.
 #[derive(Clone, Debug)]
@@ -96,20 +97,18 @@ impl PackedSwf {
         });
         write_object(&mut json, top)?;
         // Fast compression: the watch of a mass rebuild packs every write's echo.
-        let mut encoder =
-            DeflateEncoder::new(Vec::with_capacity(json.len() / 4), Compression::fast());
-        encoder.write_all(&json)?;
+        let packed = compress(Format::Deflate, 1, &json)?;
         Ok(PackedSwf {
             metadata: swf.metadata.clone(),
-            packed: encoder.finish()?.into_boxed_slice(),
+            packed: packed.into_boxed_slice(),
         })
     }
 
-    /// The whole object again, as the JSON the policy reads (no typed object in between).
-    pub fn unpack(&self) -> Result<Value, PackError> {
-        let mut json = Vec::with_capacity(self.packed.len() * 4);
-        DeflateDecoder::new(&self.packed[..]).read_to_end(&mut json)?;
-        Ok(serde_json::from_slice(&json)?)
+    /// The whole object again: its JSON text, given to the policy as it is, and its tree.
+    pub fn unpack(&self) -> Result<LiveSwf, PackError> {
+        let json = inflate(&self.packed, MAX_UNPACKED_BYTES)?;
+        let json = String::from_utf8(json).map_err(|e| std::io::Error::other(e.utf8_error()))?;
+        Ok(LiveSwf::parse(json)?)
     }
 
     /// Bytes kept for the object besides its metadata.
@@ -227,6 +226,7 @@ swf_resource!(PackedSwf);
 #[cfg(test)]
 mod tests {
     use kube::core::{ObjectList, WatchEvent};
+    use serde_json::Value;
 
     use super::*;
 
@@ -257,7 +257,7 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("managedFields");
-        assert_eq!(packed.unpack().expect("unpacked"), expected);
+        assert_eq!(packed.unpack().expect("unpacked").value, expected);
     }
 
     #[test]
@@ -276,10 +276,7 @@ mod tests {
         let text = r#"{"spec":{"b":1,"a":2},"kind":"ScheduledWorkflow","metadata":{"uid":"u","name":"n","managedFields":[]}}"#;
         let swf: WatchedSwf = serde_json::from_str(text).expect("an SWF");
         let packed = PackedSwf::pack(&swf).expect("packed");
-        let mut json = Vec::new();
-        DeflateDecoder::new(&packed.packed[..])
-            .read_to_end(&mut json)
-            .unwrap();
+        let json = inflate(&packed.packed, usize::MAX).unwrap();
         assert_eq!(
             String::from_utf8(json).unwrap(),
             r#"{"spec":{"b":1,"a":2},"kind":"ScheduledWorkflow","metadata":{"uid":"u","name":"n"}}"#

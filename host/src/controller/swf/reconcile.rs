@@ -21,10 +21,11 @@ use super::report::{PolicyId, report};
 use crate::controller::api_error::{describe, describe_watch};
 use crate::controller::metrics::Metrics;
 use crate::engine::Export;
+use crate::swf::LiveSwf;
 use crate::swf::decide::RenderTarget;
 use crate::swf::outcome::SwfOutcome;
 use crate::swf::patch::swf_write_patch;
-use crate::swf::plan::plan;
+use crate::swf::plan::plan_live;
 
 /// Write attempts per SWF per pass; after that, the next resync tries again.
 pub const MAX_WRITE_ATTEMPTS: u32 = 4;
@@ -95,10 +96,11 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
             return Ok(again);
         };
         let resource_version = live
+            .value
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .ok_or(SwfError::Incomplete("resourceVersion"))?;
-        let patch = swf_write_patch(&live, desired, resource_version);
+        let patch = swf_write_patch(&live.value, desired, resource_version);
         // Leadership may have moved while the policy was deciding.
         if !lp.ctx.may_write() {
             return Ok(requeue);
@@ -142,7 +144,7 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
                 tokio::time::sleep(conflict_backoff(attempts)).await;
                 // Never recreated: an SWF deleted meanwhile is left deleted.
                 match api.get_opt(&name).await? {
-                    Some(fresh) => live = Arc::new(as_value(&fresh)?),
+                    Some(fresh) => live = Arc::new(LiveSwf::from_value(as_value(&fresh)?)),
                     None => {
                         lp.decided.forget(&key);
                         report(&lp, &swf, &policy, &SwfOutcome::Gone).await;
@@ -194,8 +196,9 @@ fn waits_for_undecided(lp: &SwfLoop, key: &str, rv: &str, fingerprint: Fingerpri
 }
 
 /// Records the decision on `live` (and tells the test hook).
-fn decided(lp: &SwfLoop, key: &str, live: &Value, fingerprint: Fingerprint) {
+fn decided(lp: &SwfLoop, key: &str, live: &LiveSwf, fingerprint: Fingerprint) {
     let rv = live
+        .value
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
         .unwrap_or_default();
@@ -206,7 +209,7 @@ fn decided(lp: &SwfLoop, key: &str, live: &Value, fingerprint: Fingerprint) {
 }
 
 /// Plans on the blocking pool; returns the plan and the policy that made it (label, digest).
-async fn plan_for(lp: &SwfLoop, live: &Arc<Value>) -> (SwfOutcome, PolicyId) {
+async fn plan_for(lp: &SwfLoop, live: &Arc<LiveSwf>) -> (SwfOutcome, PolicyId) {
     let live = live.clone();
     let rebuild_policy = lp.rebuild_policy;
     let target_version = lp.target.borrow().clone();
@@ -224,7 +227,7 @@ async fn plan_for(lp: &SwfLoop, live: &Arc<Value>) -> (SwfOutcome, PolicyId) {
                 digest: loaded.policy.digest().to_owned(),
                 target: target_version,
             };
-            Ok((plan(&loaded.policy, &live, &target), policy))
+            Ok((plan_live(&loaded.policy, &live, &target), policy))
         })
         .await;
     // `plan` turns policy errors into a plan; only a failed host task lands here.

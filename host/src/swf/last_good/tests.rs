@@ -1,3 +1,7 @@
+use std::io::Write as _;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
 use serde_json::{Value, json};
 
 use super::*;
