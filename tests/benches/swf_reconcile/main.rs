@@ -8,9 +8,13 @@
 //! counted by a layer on its client; kube-apiserver's and etcd's CPU over each run come from
 //! `/proc`.
 //!
-//! `make bench-swf` (`SWFS=N`, default 2,000; `SHARDS=N`, default 1), `make bench-swf-10k`, or
-//! `PIPEWARDEN_BENCH_SWFS=N PIPEWARDEN_BENCH_SHARDS=N cargo bench -p pipewarden-tests --bench
-//! swf_reconcile`.
+//! With ROUNDS > 1 (one shard), the first passes run again that many times in all, each pair on
+//! fresh SWFs, and the table ends with the median ratio: the machine's speed drifts from one
+//! minute to the next, so a ratio is taken only within a round.
+//!
+//! `make bench-swf` (`SWFS=N`, default 2,000; `SHARDS=N`, default 1; `ROUNDS=N`, default 3),
+//! `make bench-swf-10k`, or `PIPEWARDEN_BENCH_SWFS=N PIPEWARDEN_BENCH_SHARDS=N
+//! PIPEWARDEN_BENCH_ROUNDS=N cargo bench -p pipewarden-tests --bench swf_reconcile`.
 
 mod child;
 mod profile;
@@ -51,6 +55,11 @@ async fn parent() -> Result<()> {
     let count = number("PIPEWARDEN_BENCH_SWFS", 2000)?;
     let shards = number("PIPEWARDEN_BENCH_SHARDS", 1)?;
     ensure!(shards >= 1, "PIPEWARDEN_BENCH_SHARDS must be at least 1");
+    let rounds = number("PIPEWARDEN_BENCH_ROUNDS", 1)?;
+    ensure!(
+        rounds >= 1 && (shards == 1 || rounds == 1),
+        "PIPEWARDEN_BENCH_ROUNDS must be at least 1, and 1 with PIPEWARDEN_BENCH_SHARDS > 1"
+    );
     let control_plane = pipewarden_tests::shared().await?;
     let client = control_plane.client()?;
     let upstream_ns = control_plane.ns().await?;
@@ -85,7 +94,7 @@ async fn parent() -> Result<()> {
         let servers = ServerClock::start(control_plane);
         let measured = child::run(&spec("pipewarden", &pipewarden_ns, "rebuild", 1, None)).await?;
         rows.push(Row::new(
-            "pipewarden, first pass",
+            table::FIRST_PASS,
             measured,
             Some(0),
             servers.stop(),
@@ -142,18 +151,63 @@ async fn parent() -> Result<()> {
         from..from + shards
     };
 
-    for namespace in [&upstream_ns, &pipewarden_ns] {
-        let all = list(&client, namespace).await?;
+    all_rebuilt(&client, [&upstream_ns, &pipewarden_ns], count).await?;
+    let written = written_once(count, &rows[first_pass])?;
+    for round in 2..=rounds {
+        // Last round's SWFs go first, so each round starts from the same store.
+        for namespace in [&upstream_ns, &pipewarden_ns] {
+            delete_all(&client, namespace).await?;
+        }
+        let upstream_ns = control_plane.ns().await?;
+        let pipewarden_ns = control_plane.ns().await?;
+        seed_many(&client, &upstream_ns, count).await?;
+        seed_many(&client, &pipewarden_ns, count).await?;
+        let baseline = rows.len();
+        let servers = ServerClock::start(control_plane);
+        // The round's own namespace in place of the first round's.
+        let upstream = child::Spec {
+            namespace: &upstream_ns,
+            ..spec("upstream", "", "", 1, None)
+        };
+        let measured = child::run(&upstream).await?;
+        let run = format!("upstream-style, first pass, round {round}");
+        rows.push(Row::new(&run, measured, None, servers.stop()));
+        let servers = ServerClock::start(control_plane);
+        let measured = child::run(&child::Spec {
+            namespace: &pipewarden_ns,
+            ..spec("pipewarden", "", "rebuild", 1, None)
+        })
+        .await?;
+        let run = format!("{}, round {round}", table::FIRST_PASS);
+        rows.push(Row::new(&run, measured, Some(baseline), servers.stop()));
+        all_rebuilt(&client, [&upstream_ns, &pipewarden_ns], count).await?;
+        written_once(count, &rows[rows.len() - 1..])?;
+        eprintln!("round {round} of {rounds}: both sides rebuilt all {count} SWFs");
+    }
+    table::print(count, &rows);
+    println!("\npipewarden's first pass: {written}");
+    print_server_memory(control_plane);
+    Ok(())
+}
+
+/// Checks that every SWF in each namespace is on the target.
+async fn all_rebuilt(client: &kube::Client, namespaces: [&str; 2], count: usize) -> Result<()> {
+    for namespace in namespaces {
+        let all = list(client, namespace).await?;
         let stale = all.iter().filter(|swf| !on_target(swf)).count();
         ensure!(
             all.len() == count && stale == 0,
             "{namespace}: {stale} SWFs not rebuilt"
         );
     }
-    let written = written_once(count, &rows[first_pass])?;
-    table::print(count, &rows);
-    println!("\npipewarden's first pass: {written}");
-    print_server_memory(control_plane);
+    Ok(())
+}
+
+async fn delete_all(client: &kube::Client, namespace: &str) -> Result<()> {
+    swfs(client, namespace)
+        .delete_collection(&Default::default(), &Default::default())
+        .await
+        .with_context(|| format!("deleting the SWFs in {namespace}"))?;
     Ok(())
 }
 

@@ -157,9 +157,10 @@ pub fn print(count: usize, rows: &[Row]) {
     for row in &cells {
         line(&row.iter().map(String::as_str).collect::<Vec<_>>());
     }
+    print_rounds(rows);
     if let Some(last) = rows
-        .last()
-        .filter(|r| r.measured.rss_after_pass_kib.len() > 1)
+        .iter()
+        .find(|r| r.measured.rss_after_pass_kib.len() > 1)
     {
         let after: Vec<String> = last
             .measured
@@ -175,3 +176,40 @@ pub fn print(count: usize, rows: &[Row]) {
         );
     }
 }
+
+/// With more than one round, the median and range of pipewarden's first pass against the
+/// upstream-style pass it ran beside: the machine's speed drifts between minutes, so a ratio
+/// is only taken within a round.
+fn print_rounds(rows: &[Row]) {
+    let first_passes: Vec<(&Measured, &Measured)> = rows
+        .iter()
+        .filter(|row| row.run.starts_with(FIRST_PASS))
+        .filter_map(|row| Some((&row.measured, &rows[row.baseline?].measured)))
+        .collect();
+    if first_passes.len() < 2 {
+        return;
+    }
+    let spread = |of: fn(&Measured) -> f64| {
+        let mut ratios: Vec<f64> = first_passes.iter().map(|(m, b)| of(m) / of(b)).collect();
+        ratios.sort_by(f64::total_cmp);
+        let middle = ratios.len() / 2;
+        let median = if ratios.len().is_multiple_of(2) {
+            (ratios[middle - 1] + ratios[middle]) / 2.0
+        } else {
+            ratios[middle]
+        };
+        let (low, high) = (ratios[0], ratios[ratios.len() - 1]);
+        format!("median {median:.2}x ({low:.2}x to {high:.2}x)")
+    };
+    println!(
+        "
+pipewarden's first pass over {} rounds, each beside its own upstream-style pass: \
+         CPU {}, wall {}",
+        first_passes.len(),
+        spread(|m| m.cpu_secs),
+        spread(|m| m.wall_secs),
+    );
+}
+
+/// The rows of pipewarden's first passes start so (one per round).
+pub const FIRST_PASS: &str = "pipewarden, first pass";
