@@ -145,12 +145,14 @@ pub fn semantic_diff(live: &Value, desired: &Value) -> Vec<Change> {
             to: "(JSON string form)".into(),
         });
     }
-    walk(
-        "spec",
-        live_spec.as_ref(),
-        desired_spec.as_ref(),
-        &mut changes,
-    );
+    if live_spec != desired_spec {
+        walk(
+            "spec",
+            live_spec.as_ref(),
+            desired_spec.as_ref(),
+            &mut changes,
+        );
+    }
     changes
 }
 
@@ -213,6 +215,8 @@ fn by_name(list: &[Value], field: &str) -> Option<Map<String, Value>> {
     Some(map)
 }
 
+/// The changes from `live` to `desired`, which differ: every caller compares first, so equal
+/// subtrees are compared once and their paths never formatted.
 fn walk(path: &str, live: Option<&Value>, desired: Option<&Value>, out: &mut Vec<Change>) {
     match (live, desired) {
         (None, None) => {}
@@ -224,14 +228,12 @@ fn walk(path: &str, live: Option<&Value>, desired: Option<&Value>, out: &mut Vec
             path: path.into(),
             value: value.clone(),
         }),
-        (Some(a), Some(b)) if a == b => {}
         (Some(Value::Object(a)), Some(Value::Object(b))) => {
             let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
             keys.sort();
             keys.dedup();
             for key in keys {
                 let (a, b) = (a.get(key), b.get(key));
-                // Most of a workflow is unchanged; its paths are never formatted.
                 if a != b {
                     walk(&format!("{path}{}", key_segment(key)), a, b, out);
                 }
