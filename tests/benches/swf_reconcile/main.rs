@@ -153,11 +153,11 @@ async fn parent() -> Result<()> {
 
     all_rebuilt(&client, [&upstream_ns, &pipewarden_ns], count).await?;
     let written = written_once(count, &rows[first_pass])?;
+    // Each round's SWFs are deleted when it ends, so the next starts from the same store.
+    if rounds > 1 {
+        delete_all(&client, [&upstream_ns, &pipewarden_ns]).await?;
+    }
     for round in 2..=rounds {
-        // Last round's SWFs go first, so each round starts from the same store.
-        for namespace in [&upstream_ns, &pipewarden_ns] {
-            delete_all(&client, namespace).await?;
-        }
         let upstream_ns = control_plane.ns().await?;
         let pipewarden_ns = control_plane.ns().await?;
         seed_many(&client, &upstream_ns, count).await?;
@@ -182,6 +182,7 @@ async fn parent() -> Result<()> {
         rows.push(Row::new(&run, measured, Some(baseline), servers.stop()));
         all_rebuilt(&client, [&upstream_ns, &pipewarden_ns], count).await?;
         written_once(count, &rows[rows.len() - 1..])?;
+        delete_all(&client, [&upstream_ns, &pipewarden_ns]).await?;
         eprintln!("round {round} of {rounds}: both sides rebuilt all {count} SWFs");
     }
     table::print(count, &rows);
@@ -203,11 +204,13 @@ async fn all_rebuilt(client: &kube::Client, namespaces: [&str; 2], count: usize)
     Ok(())
 }
 
-async fn delete_all(client: &kube::Client, namespace: &str) -> Result<()> {
-    swfs(client, namespace)
-        .delete_collection(&Default::default(), &Default::default())
-        .await
-        .with_context(|| format!("deleting the SWFs in {namespace}"))?;
+async fn delete_all(client: &kube::Client, namespaces: [&str; 2]) -> Result<()> {
+    for namespace in namespaces {
+        swfs(client, namespace)
+            .delete_collection(&Default::default(), &Default::default())
+            .await
+            .with_context(|| format!("deleting the SWFs in {namespace}"))?;
+    }
     Ok(())
 }
 
