@@ -202,8 +202,7 @@ fn print_rounds(rows: &[Row]) {
         format!("median {median:.2}x ({low:.2}x to {high:.2}x)")
     };
     println!(
-        "
-pipewarden's first pass over {} rounds, each beside its own upstream-style pass: \
+        "\npipewarden's first pass over {} rounds, each beside its own upstream-style pass: \
          CPU {}, wall {}",
         first_passes.len(),
         spread(|m| m.cpu_secs),
