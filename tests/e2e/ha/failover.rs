@@ -82,9 +82,15 @@ async fn one_replica_writes_and_a_lost_leader_costs_no_rebuild_and_no_duplicate(
     pipewarden_tests::swf_support::wait_for_all(&client, &namespaces, "during-0 stamped", stamped)
         .await?;
     pipewarden_tests::exit_support::wait_for_sent(&api, "second", &second_key).await?;
-    wait_for("b to catch up on first", || {
-        count(&b, Counted::ExitNotifications, "already-notified") >= 1
-    })
+    // The mark is visible before b's counters move: wait for them, then check they stop at one.
+    wait_for(
+        "b to count second sent, during-0 written and first already notified",
+        || {
+            count(&b, Counted::ExitNotifications, "sent") >= 1
+                && count(&b, Counted::SwfWrites, "ok") >= 1
+                && count(&b, Counted::ExitNotifications, "already-notified") >= 1
+        },
+    )
     .await?;
     ensure!(
         count(&b, Counted::SwfWrites, "ok") == 1,
@@ -116,6 +122,10 @@ async fn one_replica_writes_and_a_lost_leader_costs_no_rebuild_and_no_duplicate(
     )
     .await?;
     ensure!(all.len() == 3);
+    wait_for("c to count its write", || {
+        count(&c, Counted::SwfWrites, "ok") >= 1
+    })
+    .await?;
     ensure!(
         count(&c, Counted::SwfWrites, "ok") == 1,
         "c wrote after-0 only"
