@@ -85,20 +85,14 @@ async fn parent() -> Result<()> {
         &["upstream-style, first pass"]
     };
     for run in upstream_runs {
-        let servers = ServerClock::start(control_plane);
-        let measured = child::run(&spec("upstream", &upstream_ns, "", 1, None)).await?;
-        eprintln!("{run}: {} SWFs written", measured.swf_writes);
-        rows.push(Row::new(run, measured, None, servers.stop()));
+        let upstream = spec("upstream", &upstream_ns, "", 1, None);
+        let row = measure(control_plane, &upstream, run, None).await?;
+        eprintln!("{run}: {} SWFs written", row.measured.swf_writes);
+        rows.push(row);
     }
     let first_pass = if shards == 1 {
-        let servers = ServerClock::start(control_plane);
-        let measured = child::run(&spec("pipewarden", &pipewarden_ns, "rebuild", 1, None)).await?;
-        rows.push(Row::new(
-            table::FIRST_PASS,
-            measured,
-            Some(0),
-            servers.stop(),
-        ));
+        let first = spec("pipewarden", &pipewarden_ns, "rebuild", 1, None);
+        rows.push(measure(control_plane, &first, table::FIRST_PASS, Some(0)).await?);
         let restart = spec(
             "pipewarden",
             &pipewarden_ns,
@@ -106,14 +100,7 @@ async fn parent() -> Result<()> {
             RESTART_PASSES,
             None,
         );
-        let servers = ServerClock::start(control_plane);
-        let measured = child::run(&restart).await?;
-        rows.push(Row::new(
-            "pipewarden, restart",
-            measured,
-            Some(1),
-            servers.stop(),
-        ));
+        rows.push(measure(control_plane, &restart, "pipewarden, restart", Some(1)).await?);
         rows.len() - 2..rows.len() - 1
     } else {
         let from = rows.len();
@@ -163,23 +150,19 @@ async fn parent() -> Result<()> {
         seed_many(&client, &upstream_ns, count).await?;
         seed_many(&client, &pipewarden_ns, count).await?;
         let baseline = rows.len();
-        let servers = ServerClock::start(control_plane);
         // The round's own namespace in place of the first round's.
         let upstream = child::Spec {
             namespace: &upstream_ns,
             ..spec("upstream", "", "", 1, None)
         };
-        let measured = child::run(&upstream).await?;
         let run = format!("upstream-style, first pass, round {round}");
-        rows.push(Row::new(&run, measured, None, servers.stop()));
-        let servers = ServerClock::start(control_plane);
-        let measured = child::run(&child::Spec {
+        rows.push(measure(control_plane, &upstream, &run, None).await?);
+        let first = child::Spec {
             namespace: &pipewarden_ns,
             ..spec("pipewarden", "", "rebuild", 1, None)
-        })
-        .await?;
+        };
         let run = format!("{}, round {round}", table::FIRST_PASS);
-        rows.push(Row::new(&run, measured, Some(baseline), servers.stop()));
+        rows.push(measure(control_plane, &first, &run, Some(baseline)).await?);
         all_rebuilt(&client, [&upstream_ns, &pipewarden_ns], count).await?;
         written_once(count, &rows[rows.len() - 1..])?;
         delete_all(&client, [&upstream_ns, &pipewarden_ns]).await?;
@@ -189,6 +172,19 @@ async fn parent() -> Result<()> {
     println!("\npipewarden's first pass: {written}");
     print_server_memory(control_plane);
     Ok(())
+}
+
+/// One child run as a table row, with the servers' CPU over it; `baseline` is the row its
+/// ratios are taken against.
+async fn measure(
+    control_plane: &ControlPlane,
+    spec: &child::Spec<'_>,
+    run: &str,
+    baseline: Option<usize>,
+) -> Result<Row> {
+    let servers = ServerClock::start(control_plane);
+    let measured = child::run(spec).await?;
+    Ok(Row::new(run, measured, baseline, servers.stop()))
 }
 
 /// Checks that every SWF in each namespace is on the target.

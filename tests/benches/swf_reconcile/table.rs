@@ -158,11 +158,11 @@ pub fn print(count: usize, rows: &[Row]) {
         line(&row.iter().map(String::as_str).collect::<Vec<_>>());
     }
     print_rounds(rows);
-    if let Some(last) = rows
+    if let Some(restart) = rows
         .iter()
         .find(|r| r.measured.rss_after_pass_kib.len() > 1)
     {
-        let after: Vec<String> = last
+        let after: Vec<String> = restart
             .measured
             .rss_after_pass_kib
             .iter()
@@ -170,7 +170,7 @@ pub fn print(count: usize, rows: &[Row]) {
             .collect();
         println!(
             "\n{}: RSS after each of {} passes: {}",
-            last.run,
+            restart.run,
             after.len(),
             after.join(", ")
         );
