@@ -101,6 +101,28 @@ pub fn unsupported_target(reason: &str) -> String {
     format!("{UNSUPPORTED_TARGET_PREFIX}{reason}")
 }
 
+/// The annotation that marks the host's target probe: an SWF that exists nowhere, handed to
+/// `should-rebuild` once per target version, settings and policy, so that the host can say
+/// whether the target is served before (and whether or not) any SWF is decided. A policy that
+/// knows the probe answers it with [`target_served`] or [`unsupported_target`]; any other
+/// answer leaves the host to learn it from the SWFs' own decisions, as before.
+pub const TARGET_PROBE_ANNOTATION: &str = "pipewarden.io/target-probe";
+
+/// How a policy says it serves the target, answering the probe: a `should-rebuild` skip
+/// reason that starts with this, then how its renders are proven (one word, e.g.
+/// `own-compiler-output`), `; ` and a sentence for the operator.
+pub const TARGET_SERVED_PREFIX: &str = "target-served: ";
+
+/// Whether `swf_json` is the host's target probe (a cheap scan: the probe is small).
+pub fn is_target_probe(swf_json: &str) -> bool {
+    swf_json.len() < 4096 && swf_json.contains(TARGET_PROBE_ANNOTATION)
+}
+
+/// The answer to the probe for a served target: `proof` is one word, `note` a sentence.
+pub fn target_served(proof: &str, note: &str) -> String {
+    format!("{TARGET_SERVED_PREFIX}{proof}; {note}")
+}
+
 /// Exports a type implementing [`Policy`] as the component's `policy` world.
 ///
 /// Invoke it once, in the crate that is built into the `.wasm` (a `cdylib`); a library meant to

@@ -398,14 +398,14 @@ fn workspace_spec(map: &Map<String, Value>) -> Result<Option<Value>, SettingsErr
     Ok(Some(spec))
 }
 
-/// The releases that read a settings key, as text (`2.15.0 to 2.17.0`); `None` for keys
-/// no supported release reads.
+/// The releases that read a settings key, as text (`2.15.0 to 2.16.1`, `2.16.0 on`); `None`
+/// for keys no supported release reads.
 fn readers(key: &str) -> Option<String> {
     let (_, since, until) = SETTINGS_KEYS.iter().find(|(name, ..)| *name == key)?;
-    Some(if since == until {
-        since.to_string()
-    } else {
-        format!("{since} to {until}")
+    Some(match until {
+        Some(until) if until == since => since.to_string(),
+        Some(until) => format!("{since} to {until}"),
+        None => format!("{since} on"),
     })
 }
 

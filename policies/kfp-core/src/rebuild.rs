@@ -5,6 +5,7 @@ use pipewarden_guest::{
     RebuildDecision, RebuildInput, RebuildPolicy, SETTINGS_HASH_ANNOTATION, Swf,
 };
 
+use crate::Settings;
 use crate::settings::render_settings_digest;
 use crate::target::Target;
 
@@ -25,6 +26,9 @@ pub fn should_rebuild(input: &RebuildInput) -> RebuildDecision {
         Ok(target) => target,
         Err(why) => return RebuildDecision::Skip(pipewarden_guest::unsupported_target(&why)),
     };
+    if pipewarden_guest::is_target_probe(&input.swf) {
+        return RebuildDecision::Skip(probe_answer(input, &target));
+    }
     let decision = decide_for(input, &target);
     if target.version == target.release.as_str() {
         return decision;
@@ -39,6 +43,25 @@ pub fn should_rebuild(input: &RebuildInput) -> RebuildDecision {
     match decision {
         RebuildDecision::Rebuild(why) => RebuildDecision::Rebuild(note(why)),
         RebuildDecision::Skip(why) => RebuildDecision::Skip(note(why)),
+    }
+}
+
+/// The answer to the host's target probe: whether renders for the target compile with these
+/// settings, and how they are proven.
+fn probe_answer(input: &RebuildInput, target: &Target) -> String {
+    let compiles = Settings::parse(&input.settings)
+        .and_then(|settings| {
+            settings
+                .compile_options(target)
+                .map_err(|problem| problem.to_string())
+        })
+        .map(|_| ());
+    match compiles {
+        Ok(()) => pipewarden_guest::target_served(target.proof().label(), &target.proof_note()),
+        Err(why) => pipewarden_guest::unsupported_target(&format!(
+            "cannot compile for KFP {} with these settings: {why}",
+            target.version
+        )),
     }
 }
 

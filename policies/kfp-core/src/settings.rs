@@ -12,7 +12,7 @@ use pipewarden_guest::canonical::{digest, settings_digest};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::target::{TARGETS, Target};
+use crate::target::{Target, targets};
 
 /// The settings key under which the host hands over the KFP API server's environment, read
 /// from its Deployment (`pipewarden run --settings-from deployment/NAMESPACE/NAME`).
@@ -155,22 +155,33 @@ impl Settings {
         })
     }
 
-    /// Whether some supported release compiles with these settings (`validate-settings`);
-    /// which one does is the target's to say, at render. A value no release accepts (a
-    /// boolean that is not one, an image with spaces) is refused here, naming the key.
+    /// Whether these settings can be used at all (`validate-settings`): their shape, `notify`,
+    /// and the variables they name holding values KFP accepts (a boolean that is not one, an
+    /// image with spaces is refused, naming the key) for some release that reads them.
+    ///
+    /// Whether a target compiles with them is the render's to say, per target: settings that
+    /// fit no served release (an image tagged for a release not served, a variable only
+    /// another release reads), and the API server's own environment, make the target
+    /// unsupported, which stops the SWF loop's writes and reports it; they never stop the
+    /// controller.
     pub fn validate(&self) -> Result<(), String> {
-        let errors: Vec<String> = TARGETS
-            .iter()
-            .filter(|target| target.version == target.release.as_str())
-            .map(|target| self.compile_options(target))
-            .filter_map(Result::err)
-            .map(|problem| problem.to_string())
-            .collect();
-        match errors.last() {
-            Some(latest) if errors.len() == Release::ALL.len() => Err(format!(
-                "invalid settings: no supported KFP release compiles with them; {latest}"
-            )),
-            _ => Ok(()),
+        let named = Settings {
+            api_server_env: None,
+            ..self.clone()
+        };
+        let mut invalid = None;
+        for target in targets() {
+            match named.compile_options(&target) {
+                Ok(_) => return Ok(()),
+                Err(SettingsProblem::Invalid(why)) => invalid = Some(why),
+                Err(SettingsProblem::NotForTarget(_)) => {}
+            }
+        }
+        // Refused only for a value no release that fits them accepts; settings that fit no
+        // served release at all are the render's to report, per target.
+        match invalid {
+            Some(why) => Err(format!("invalid settings: {why}")),
+            None => Ok(()),
         }
     }
 

@@ -1,65 +1,40 @@
-//! Which KFP compile a target version gets. A version is compiled for only where this policy
-//! can reproduce that release's own compiler exactly: the five releases `kfp-compiler` is
-//! proven on, and patch releases whose compiler is the same code. Anything else (an older or
-//! newer release, a dev build, `unknown`, no version at all) is an unsupported target: no
-//! render, nothing written. Nothing is guessed; a distribution's own version string is mapped
-//! by the operator (`pipewarden run --compile-as`).
+//! Which KFP compile a target version gets, as the release ledger
+//! (`kfp_compiler::release::ledger`) says: a version is compiled for only where this policy can
+//! reproduce that release's own compiler exactly (its own, proven on its output, or, for a
+//! patch release that changed nothing a compile reads, the release it inherits from). Anything
+//! else (an older or newer release, one whose evidence is incomplete, a dev build, `unknown`,
+//! no version at all) is an unsupported target: no render, nothing written. Nothing is guessed;
+//! a distribution's own version string is mapped by the operator (`pipewarden run
+//! --compile-as`).
 
 use kfp_compiler::Release;
+use kfp_compiler::release::ledger::{self, Compile, Entry, Proof};
 use serde_json::Value;
 
-/// A supported target version: the release whose compiler it runs, and its default install
-/// (the shipped `settings/kfp-<version>.json`, from that tag's
-/// `manifests/kustomize/base/pipeline/ml-pipeline-apiserver-deployment.yaml`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A supported target version: the release whose compiler it runs, and its ledger row.
+#[derive(Clone, Copy, Debug)]
 pub struct Target {
     pub version: &'static str,
     pub release: Release,
-    install: &'static str,
+    entry: &'static Entry,
 }
 
-/// Every supported version, oldest first. 2.14.0 and 2.14.3 run 2.14.4's compiler: between
-/// those tags nothing a compile reads changed (`git diff 2.14.0 2.14.4 --
-/// backend/src/v2 backend/src/apiserver/template backend/src/apiserver/common
-/// backend/src/apiserver/config api/v2alpha1/pipeline_spec.proto kubernetes_platform/proto`
-/// is empty, driver and launcher included); their installs differ only in image tags.
-pub const TARGETS: [Target; 7] = [
-    Target {
-        version: "2.14.0",
-        release: Release::V2_14_4,
-        install: include_str!("../../kfp-default/settings/kfp-2.14.0.json"),
-    },
-    Target {
-        version: "2.14.3",
-        release: Release::V2_14_4,
-        install: include_str!("../../kfp-default/settings/kfp-2.14.3.json"),
-    },
-    Target {
-        version: "2.14.4",
-        release: Release::V2_14_4,
-        install: include_str!("../../kfp-default/settings/kfp-2.14.4.json"),
-    },
-    Target {
-        version: "2.15.0",
-        release: Release::V2_15_0,
-        install: include_str!("../../kfp-default/settings/kfp-2.15.0.json"),
-    },
-    Target {
-        version: "2.16.0",
-        release: Release::V2_16_0,
-        install: include_str!("../../kfp-default/settings/kfp-2.16.0.json"),
-    },
-    Target {
-        version: "2.16.1",
-        release: Release::V2_16_1,
-        install: include_str!("../../kfp-default/settings/kfp-2.16.1.json"),
-    },
-    Target {
-        version: "2.17.0",
-        release: Release::V2_17_0,
-        install: include_str!("../../kfp-default/settings/kfp-2.17.0.json"),
-    },
-];
+impl PartialEq for Target {
+    fn eq(&self, other: &Self) -> bool {
+        self.version == other.version
+    }
+}
+
+impl Eq for Target {}
+
+/// Every supported target, oldest first.
+pub fn targets() -> impl Iterator<Item = Target> {
+    ledger::served().map(|entry| Target {
+        version: entry.version,
+        release: entry.release().expect("served rows name a release"),
+        entry,
+    })
+}
 
 impl Target {
     /// The target `version` names exactly, or why it is not supported (the text of an
@@ -72,27 +47,59 @@ impl Target {
                 supported()
             ));
         };
-        TARGETS
-            .into_iter()
-            .find(|target| target.version == version)
-            .ok_or_else(|| {
-                format!(
-                    "KFP {version} is not a release this policy compiles for exactly \
-                     (supported: {}); map a distribution's own version with --compile-as",
-                    supported()
-                )
-            })
+        if let Some(target) = targets().find(|target| target.version == version) {
+            return Ok(target);
+        }
+        Err(match Entry::find(version).map(|entry| entry.compile) {
+            Some(Compile::Unsupported { missing }) => format!(
+                "KFP {version} is not a release this policy compiles for exactly: {missing} \
+                 (supported: {}); a distribution that has verified its own compile maps it \
+                 with --compile-as",
+                supported()
+            ),
+            _ => format!(
+                "KFP {version} is not a release this policy compiles for exactly \
+                 (supported: {}); map a distribution's own version with --compile-as",
+                supported()
+            ),
+        })
     }
 
     /// The variables of this version's default install.
     pub fn install_settings(&self) -> Value {
-        serde_json::from_str(self.install).expect("shipped install settings are JSON")
+        self.entry
+            .install_settings()
+            .expect("a served version has a default install")
+    }
+
+    /// How renders for this target are proven.
+    pub fn proof(&self) -> Proof {
+        self.entry.proof()
+    }
+
+    /// One line for the operator: the release whose compiler runs and what proves it.
+    pub fn proof_note(&self) -> String {
+        match self.entry.compile {
+            Compile::Own { .. } => format!(
+                "KFP {} compiles with its own compiler, proven exactly on its own output",
+                self.version
+            ),
+            Compile::Inherits { release, evidence } => format!(
+                "KFP {} compiles with KFP {release}'s compiler and its own images: nothing a \
+                 compile reads changed ({evidence})",
+                self.version
+            ),
+            Compile::Unsupported { .. } => unreachable!("targets are served"),
+        }
     }
 }
 
 /// The supported versions, comma separated.
 pub fn supported() -> String {
-    TARGETS.map(|target| target.version).join(", ")
+    targets()
+        .map(|target| target.version)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -115,6 +122,7 @@ mod tests {
             Some("unknown"),
             Some("2.13.1"),
             Some("2.18.0"),
+            Some("3.0.0"),
             Some("2.16"),
             Some("v2.16.1"),
             Some("2.16.1-dev"),
@@ -122,17 +130,54 @@ mod tests {
             let reason = Target::of(unsupported).unwrap_err();
             assert!(reason.contains("2.14.0, 2.14.3"), "{reason}");
         }
+        let reason = Target::of(Some("2.18.1")).unwrap_err();
+        assert!(
+            reason.contains("no output of KFP 2.18's own compiler"),
+            "{reason}"
+        );
+    }
+
+    /// `policies/kfp-default/settings/kfp-<version>.json` is the ledger's install of each
+    /// served version, and nothing else is there. `PIPEWARDEN_BLESS=1` writes them.
+    #[test]
+    fn the_shipped_settings_files_are_the_ledgers_installs() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../kfp-default/settings");
+        let bless = std::env::var_os("PIPEWARDEN_BLESS").is_some();
+        let mut expected = std::collections::BTreeSet::new();
+        for target in targets() {
+            let name = format!("kfp-{}.json", target.version);
+            let text = target.entry.install_settings_text().unwrap();
+            let path = dir.join(&name);
+            if bless {
+                std::fs::write(&path, &text).unwrap();
+            }
+            let shipped = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                shipped == text,
+                "{name} is not the ledger's install of KFP {}; rerun with PIPEWARDEN_BLESS=1 \
+                 (cargo test -p kfp-core shipped_settings)",
+                target.version
+            );
+            expected.insert(name);
+        }
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let name = file.unwrap().file_name().into_string().unwrap();
+            assert!(
+                expected.contains(&name),
+                "{name}: no served version in the ledger ships it"
+            );
+        }
     }
 
     #[test]
-    fn each_release_ships_the_install_its_compiler_was_proven_with() {
-        for target in TARGETS {
+    fn each_target_ships_the_install_its_compiler_was_proven_with() {
+        for target in targets() {
             let install = target.install_settings();
             if target.version == target.release.as_str() {
                 assert_eq!(
-                    target.install,
-                    target.release.install_settings_text(),
-                    "settings/kfp-{}.json",
+                    install,
+                    target.release.install_settings(),
+                    "{}",
                     target.version
                 );
             } else {
@@ -143,7 +188,7 @@ mod tests {
                     let image = image.replace(target.release.as_str(), target.version);
                     expected[key] = Value::String(image);
                 }
-                assert_eq!(install, expected, "settings/kfp-{}.json", target.version);
+                assert_eq!(install, expected, "{}", target.version);
             }
         }
     }

@@ -59,7 +59,8 @@ pub struct Field {
     /// The releases whose proto declares the field (a renumbered or renamed field is two
     /// entries).
     pub since: Release,
-    pub until: Release,
+    /// The last release that declares it; `None` while every later one does.
+    pub until: Option<Release>,
 }
 
 impl Field {
@@ -71,12 +72,12 @@ impl Field {
 
     /// The field is gone after `release`.
     const fn until(mut self, release: Release) -> Field {
-        self.until = release;
+        self.until = Some(release);
         self
     }
 
     fn declared_in(&self, release: Release) -> bool {
-        self.since <= release && release <= self.until
+        self.since <= release && self.until.is_none_or(|until| release <= until)
     }
 }
 
@@ -115,6 +116,6 @@ const fn field(json: &'static str, proto: &'static str, ty: Ty, label: Label) ->
         ty,
         label,
         since: Release::V2_14_4,
-        until: Release::V2_17_0,
+        until: None,
     }
 }

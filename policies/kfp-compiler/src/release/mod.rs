@@ -5,6 +5,11 @@
 //! [`Feature`] names the tag that introduced it and the upstream pull request. Proto fields
 //! a release added or dropped are marked in the message tables of [`crate::proto`] instead
 //! (`.since(...)`, `.until(...)`).
+//!
+//! Which KFP versions run which release's compiler, and how each is proven, is the
+//! [`ledger`]'s to say.
+
+pub mod ledger;
 
 use std::fmt;
 
@@ -62,9 +67,9 @@ impl Release {
     /// the keys that shape a compiled workflow (see [`SETTINGS_KEYS`]). Keys that play no
     /// part in compiling (database, object store, ...) give `false`.
     pub fn reads(self, key: &str) -> bool {
-        SETTINGS_KEYS
-            .iter()
-            .any(|(name, since, until)| *name == key && self >= *since && self <= *until)
+        SETTINGS_KEYS.iter().any(|(name, since, until)| {
+            *name == key && self >= *since && until.is_none_or(|until| self <= until)
+        })
     }
 
     /// The settings of this release's default install: the variables its
@@ -78,23 +83,24 @@ impl Release {
 
     /// [`Release::install_settings`] as the text it is stored as.
     pub fn install_settings_text(self) -> &'static str {
-        match self {
-            Release::V2_14_4 => include_str!("install-2.14.4.json"),
-            Release::V2_15_0 => include_str!("install-2.15.0.json"),
-            Release::V2_16_0 => include_str!("install-2.16.0.json"),
-            Release::V2_16_1 => include_str!("install-2.16.1.json"),
-            Release::V2_17_0 => include_str!("install-2.17.0.json"),
+        match ledger::own_entry(self).compile {
+            ledger::Compile::Own { install, .. } => install,
+            _ => unreachable!("own_entry is an Own row"),
         }
     }
 
     /// The commit the release's tag points to in kubeflow/pipelines.
     pub fn commit(self) -> &'static str {
-        match self {
-            Release::V2_14_4 => "417091dceddb1f35f26203f9779cb18ee260d6ad",
-            Release::V2_15_0 => "8fe8d7bdd88f027bde080f619762a0b3294796db",
-            Release::V2_16_0 => "e4ebca310f404dac306e16bc880de12bbbf63b95",
-            Release::V2_16_1 => "67a73cf809f7c76fee33c749f302f2bceedd8fab",
-            Release::V2_17_0 => "4a3592cb2dd0a91a4652ab93893ec8beda1f3158",
+        ledger::own_entry(self)
+            .commit
+            .expect("a release proven on its own compiler names its tag's commit")
+    }
+
+    /// The folder under `tests/data/upstream/` holding its own compiler's output.
+    pub fn data_folder(self) -> &'static str {
+        match ledger::own_entry(self).compile {
+            ledger::Compile::Own { data, .. } => data,
+            _ => unreachable!("own_entry is an Own row"),
         }
     }
 }
@@ -226,44 +232,45 @@ impl Feature {
     }
 }
 
-/// Settings keys that shape a compiled workflow, with the first and last release whose API
-/// server or compiler reads them. Keys are the API server's environment variable names,
-/// plus the `config.json` keys `CacheEnabled` and `workspace`.
-pub const SETTINGS_KEYS: &[(&str, Release, Release)] = {
+/// Settings keys that shape a compiled workflow, with the first release whose API server or
+/// compiler reads them and, for a key no longer read, the last one (`None`: still read, so a
+/// new release edits no row it did not change). Keys are the API server's environment
+/// variable names, plus the `config.json` keys `CacheEnabled` and `workspace`.
+pub const SETTINGS_KEYS: &[(&str, Release, Option<Release>)] = {
     use Release::*;
     &[
-        ("V2_DRIVER_IMAGE", V2_14_4, V2_17_0),
-        ("V2_LAUNCHER_IMAGE", V2_14_4, V2_17_0),
-        ("V2_DRIVER_COMMAND", V2_14_4, V2_17_0),
-        ("V2_LAUNCHER_COMMAND", V2_14_4, V2_17_0),
-        ("CacheEnabled", V2_14_4, V2_17_0),
-        ("CACHEENABLED", V2_14_4, V2_17_0),
-        ("PIPELINE_LOG_LEVEL", V2_14_4, V2_17_0),
-        ("PUBLISH_LOGS", V2_14_4, V2_17_0),
-        ("PIPELINE_RUN_AS_USER", V2_14_4, V2_17_0),
-        ("HTTP_PROXY", V2_14_4, V2_17_0),
-        ("HTTPS_PROXY", V2_14_4, V2_17_0),
-        ("NO_PROXY", V2_14_4, V2_17_0),
-        ("POD_NAMESPACE", V2_14_4, V2_17_0),
-        ("DEFAULTPIPELINERUNNERSERVICEACCOUNT", V2_14_4, V2_17_0),
-        ("workspace", V2_14_4, V2_17_0),
+        ("V2_DRIVER_IMAGE", V2_14_4, None),
+        ("V2_LAUNCHER_IMAGE", V2_14_4, None),
+        ("V2_DRIVER_COMMAND", V2_14_4, None),
+        ("V2_LAUNCHER_COMMAND", V2_14_4, None),
+        ("CacheEnabled", V2_14_4, None),
+        ("CACHEENABLED", V2_14_4, None),
+        ("PIPELINE_LOG_LEVEL", V2_14_4, None),
+        ("PUBLISH_LOGS", V2_14_4, None),
+        ("PIPELINE_RUN_AS_USER", V2_14_4, None),
+        ("HTTP_PROXY", V2_14_4, None),
+        ("HTTPS_PROXY", V2_14_4, None),
+        ("NO_PROXY", V2_14_4, None),
+        ("POD_NAMESPACE", V2_14_4, None),
+        ("DEFAULTPIPELINERUNNERSERVICEACCOUNT", V2_14_4, None),
+        ("workspace", V2_14_4, None),
         // 2.14.4's executor CA bundle, removed in 2.15.0 (#12382).
-        ("EXECUTOR_CABUNDLE_CONFIGMAP_NAME", V2_14_4, V2_14_4),
-        ("EXECUTOR_CABUNDLE_CONFIGMAP_KEY", V2_14_4, V2_14_4),
-        ("EXECUTOR_CABUNDLE_MOUNTPATH", V2_14_4, V2_14_4),
-        ("ML_PIPELINE_TLS_ENABLED", V2_15_0, V2_17_0),
-        ("METADATA_TLS_ENABLED", V2_15_0, V2_17_0),
-        ("CABUNDLE_SECRET_NAME", V2_15_0, V2_17_0),
-        ("COMPILED_PIPELINE_SPEC_PATCH", V2_15_0, V2_17_0),
-        ("ML_PIPELINE_SERVICE_NAME", V2_15_0, V2_17_0),
-        ("METADATA_SERVICE_NAME", V2_15_0, V2_17_0),
-        ("CABUNDLE_CONFIGMAP_NAME", V2_16_0, V2_17_0),
-        ("CABUNDLE_KEY_NAME", V2_16_0, V2_17_0),
-        ("CLUSTER_DOMAIN", V2_16_0, V2_17_0),
-        ("DEFAULT_SECURITY_CONTEXT_RUN_AS_USER", V2_16_0, V2_17_0),
-        ("DEFAULT_SECURITY_CONTEXT_RUN_AS_GROUP", V2_16_0, V2_17_0),
-        ("DEFAULT_SECURITY_CONTEXT_RUN_AS_NON_ROOT", V2_16_0, V2_17_0),
-        ("DEFAULT_SECURITY_CONTEXT_HOST_USERS", V2_17_0, V2_17_0),
+        ("EXECUTOR_CABUNDLE_CONFIGMAP_NAME", V2_14_4, Some(V2_14_4)),
+        ("EXECUTOR_CABUNDLE_CONFIGMAP_KEY", V2_14_4, Some(V2_14_4)),
+        ("EXECUTOR_CABUNDLE_MOUNTPATH", V2_14_4, Some(V2_14_4)),
+        ("ML_PIPELINE_TLS_ENABLED", V2_15_0, None),
+        ("METADATA_TLS_ENABLED", V2_15_0, None),
+        ("CABUNDLE_SECRET_NAME", V2_15_0, None),
+        ("COMPILED_PIPELINE_SPEC_PATCH", V2_15_0, None),
+        ("ML_PIPELINE_SERVICE_NAME", V2_15_0, None),
+        ("METADATA_SERVICE_NAME", V2_15_0, None),
+        ("CABUNDLE_CONFIGMAP_NAME", V2_16_0, None),
+        ("CABUNDLE_KEY_NAME", V2_16_0, None),
+        ("CLUSTER_DOMAIN", V2_16_0, None),
+        ("DEFAULT_SECURITY_CONTEXT_RUN_AS_USER", V2_16_0, None),
+        ("DEFAULT_SECURITY_CONTEXT_RUN_AS_GROUP", V2_16_0, None),
+        ("DEFAULT_SECURITY_CONTEXT_RUN_AS_NON_ROOT", V2_16_0, None),
+        ("DEFAULT_SECURITY_CONTEXT_HOST_USERS", V2_17_0, None),
     ]
 };
 

@@ -55,16 +55,10 @@ impl Settings {
     }
 }
 
-/// The data folder of each supported release (2.17.0: the exact outputs, not upstream's
-/// goldens, which `upstream_goldens.rs` replays).
+/// The data folder of each supported release, as the release ledger names it (2.17.0: the
+/// exact outputs, not upstream's goldens, which `upstream_goldens.rs` replays).
 pub fn folder(release: Release) -> &'static str {
-    match release {
-        Release::V2_14_4 => "kfp-2.14.4",
-        Release::V2_15_0 => "kfp-2.15.0",
-        Release::V2_16_0 => "kfp-2.16.0",
-        Release::V2_16_1 => "kfp-2.16.1",
-        Release::V2_17_0 => "kfp-2.17.0-exact",
-    }
+    release.data_folder()
 }
 
 /// The releases whose data sets are checked in and proven.

@@ -213,3 +213,56 @@ fn a_missing_settings_stamp_rebuilds() {
     let decision = decide(RebuildPolicy::OnVersionChange, &unstamped, Some("2.17.0"));
     assert!(rebuilds(&decision, "No settings stamp"), "{decision:?}");
 }
+
+/// The host's target probe, as `controller::swf::probe` sends it.
+const PROBE: &str = r#"{"apiVersion":"kubeflow.org/v1beta1","kind":"ScheduledWorkflow","metadata":{"name":"pipewarden-target-probe","annotations":{"pipewarden.io/target-probe":"true"}},"spec":{}}"#;
+
+fn probe(target: Option<&str>, settings: &str) -> RebuildDecision {
+    should_rebuild(&RebuildInput {
+        settings: settings.to_owned(),
+        ..input(RebuildPolicy::Always, PROBE, target)
+    })
+}
+
+#[test]
+fn the_probe_says_how_a_served_target_is_proven() {
+    let own = probe(Some("2.17.0"), "{}");
+    assert!(
+        skips(&own, "target-served: own-compiler-output; "),
+        "{own:?}"
+    );
+    let inherited = probe(Some("2.17.1"), "{}");
+    assert!(
+        skips(&inherited, "target-served: same-compiler; ")
+            && skips(&inherited, "KFP 2.17.0's compiler")
+            && skips(&inherited, "#14178"),
+        "{inherited:?}"
+    );
+}
+
+#[test]
+fn the_probe_says_why_a_target_is_not_served() {
+    for (target, why) in [
+        (Some("2.18.1"), "no output of KFP 2.18's own compiler"),
+        (Some("2.17.2"), "#14268"),
+        (Some("3.0.0"), "not a release this policy compiles for"),
+        (None, "target KFP version is unknown"),
+    ] {
+        let answer = probe(target, "{}");
+        assert!(
+            skips(&answer, "unsupported-target: ") && skips(&answer, why),
+            "{answer:?}"
+        );
+    }
+    // The install the issue reproduced: 2.17.1's images under a 2.17.0 target.
+    let settings = r#"{"V2_DRIVER_IMAGE":"ghcr.io/kubeflow/kfp-driver:2.17.1"}"#;
+    let answer = probe(Some("2.17.0"), settings);
+    assert!(
+        skips(
+            &answer,
+            "unsupported-target: cannot compile for KFP 2.17.0 with these settings"
+        ) && skips(&answer, "tagged for KFP 2.17.1"),
+        "{answer:?}"
+    );
+    assert!(skips(&probe(Some("2.17.1"), settings), "target-served: "));
+}

@@ -10,18 +10,14 @@ use serde_json::{Value, json};
 use super::render_swf;
 use crate::Settings;
 use crate::fixtures::{embedded, swf_json, upstream_file};
-use crate::target::{TARGETS, Target};
+use crate::target::{Target, targets};
 
-/// The data set of KFP's own compiler output for a release (`tests/data/upstream`).
+/// The data set of KFP's own compiler output for a release (`tests/data/upstream`), as the
+/// release ledger names it.
 fn data_set(release: &str) -> &'static str {
-    match release {
-        "2.14.4" => "kfp-2.14.4",
-        "2.15.0" => "kfp-2.15.0",
-        "2.16.0" => "kfp-2.16.0",
-        "2.16.1" => "kfp-2.16.1",
-        "2.17.0" => "kfp-2.17.0-exact",
-        other => panic!("no data set for {other}"),
-    }
+    kfp_compiler::Release::parse(release)
+        .unwrap_or_else(|| panic!("no data set for {release}"))
+        .data_folder()
 }
 
 /// An SWF as the release's API server writes one around `workflow` (its `ScheduledWorkflow`,
@@ -85,7 +81,7 @@ fn compiled_cases_with_ir(release: &str) -> Vec<(String, String, Value)> {
 #[test]
 fn an_swf_each_release_wrote_renders_to_itself_for_that_release() {
     let mut summary = Vec::new();
-    for target in TARGETS.iter().filter(|t| t.version == t.release.as_str()) {
+    for target in targets().filter(|t| t.version == t.release.as_str()) {
         let cases = compiled_cases(target.version);
         let mut differing = Vec::new();
         for (case, workflow) in &cases {
@@ -235,7 +231,7 @@ fn command_lines(workflow: &Value) -> Vec<(&'static str, Vec<String>)> {
 
 #[test]
 fn a_kfp_2_3_swf_rendered_for_any_target_passes_only_flags_that_release_defines() {
-    for target in TARGETS {
+    for target in targets() {
         let (driver, launcher) = defined_flags(target.release.as_str());
         let busy = upstream_file(&format!(
             "{}/settings/busy.json",
@@ -284,4 +280,36 @@ fn the_2_17_0_create_time_flag_stops_a_2_16_1_driver_and_is_not_written_for_it()
     let rendered = render_swf(&swf_json("kfp-2.3.yaml"), Some(target.version), &settings).unwrap();
     assert!(!rendered.contains("pipeline_job_create_time_utc"));
     assert!(rendered.contains("kfp-driver:2.16.1"));
+}
+
+/// A patch release that inherits a compiler renders exactly what that release renders, with
+/// its own driver and launcher images and its own version stamp: nothing else may differ.
+#[test]
+fn an_inheriting_patch_release_renders_its_compilers_output_with_its_own_images() {
+    let settings = Settings::parse("{}").unwrap();
+    let mut checked = Vec::new();
+    for target in targets().filter(|t| t.version != t.release.as_str()) {
+        for fixture in ["kfp-2.3.yaml", "kfp-2.3-parameters.yaml", "kfp-2.17.yaml"] {
+            let ours = render_swf(&swf_json(fixture), Some(target.version), &settings).unwrap();
+            let base =
+                render_swf(&swf_json(fixture), Some(target.release.as_str()), &settings).unwrap();
+            let expected = embedded(&base).to_string().replace(
+                &format!(":{}\"", target.release.as_str()),
+                &format!(":{}\"", target.version),
+            );
+            assert_eq!(
+                embedded(&ours).to_string(),
+                expected,
+                "{fixture} for {}",
+                target.version
+            );
+            let stamp = |swf: &str| {
+                let swf: Value = serde_json::from_str(swf).unwrap();
+                swf["metadata"]["annotations"]["pipelines.kubeflow.org/version"].clone()
+            };
+            assert_eq!(stamp(&ours), json!(target.version));
+        }
+        checked.push(target.version);
+    }
+    assert!(checked.contains(&"2.17.1"), "checked {checked:?}");
 }

@@ -30,7 +30,7 @@ fn shipped_settings_are_a_default_kfp_2_17_0_install() {
 #[test]
 fn empty_settings_are_the_targets_default_install() {
     let settings = Settings::parse("{}").unwrap();
-    for target in crate::target::TARGETS {
+    for target in crate::target::targets() {
         let options = settings.compile_options(&target).unwrap();
         let install = kfp_compiler::CompileOptions::from_settings_for(
             target.release,
@@ -82,9 +82,17 @@ fn a_variable_the_target_release_does_not_read_is_refused_naming_both() {
     );
     // Valid all the same: 2.17.0 compiles with them.
     settings.validate().unwrap();
-    // Keys of two releases that never coexisted: no release compiles with them.
-    let error = error_of(|s| s["EXECUTOR_CABUNDLE_CONFIGMAP_NAME"] = json!("ca"));
-    assert!(error.contains("no supported KFP release"), "{error}");
+    // Keys of two releases that never coexisted: valid (refusing them would stop the
+    // controller), and no target compiles with them, which each render reports.
+    let mixed = with(|s| s["EXECUTOR_CABUNDLE_CONFIGMAP_NAME"] = json!("ca")).unwrap();
+    for target in crate::target::targets() {
+        let problem = mixed.compile_options(&target).unwrap_err();
+        assert!(
+            matches!(problem, SettingsProblem::NotForTarget(_)),
+            "{}: {problem}",
+            target.version
+        );
+    }
 }
 
 #[test]
