@@ -2,6 +2,7 @@
 //! pure logic, and write; everything they decide is in `swf` and `exit`.
 
 pub mod api_error;
+pub mod api_server_install;
 pub mod context;
 pub mod exit_gate;
 pub mod health;

@@ -1,21 +1,18 @@
 //! Where the policy's settings come from: a file, and with `--settings-from
-//! deployment/NAMESPACE/NAME` the KFP API server's own environment, read live from its
-//! Deployment (and the ConfigMaps it names), so a render follows the install.
+//! deployment/NAMESPACE/NAME` the KFP API server's own environment, read live from its running
+//! pods (and the ConfigMaps they name; see `api_server_install`), so a render follows the
+//! install.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
+use super::api_server_install::{self, InstallRead};
 use crate::config::{Settings, read_settings};
 use crate::swf::api_server_env::{
-    API_SERVER_ENV_KEY, DeploymentRef, ResolvedEnv, api_server_container, config_maps_named,
-    resolve,
+    API_SERVER_ENV_KEY, API_SERVER_ENV_UNKNOWN_KEY, DeploymentRef, ResolvedEnv,
 };
 
 /// A settings file, a live Deployment, or both (the file's keys beside the environment).
@@ -95,56 +92,60 @@ impl SettingsSource {
 
     /// The settings as the policy gets them now.
     pub async fn read(&self) -> anyhow::Result<Settings> {
+        Ok(self.read_with_install().await?.0)
+    }
+
+    /// [`read`](Self::read), and what the API server's install said (with `--settings-from`).
+    pub async fn read_with_install(&self) -> anyhow::Result<(Settings, Option<InstallRead>)> {
+        let settings = self.read_file()?;
+        let Some((client, deployment)) = &self.live else {
+            return Ok((settings, None));
+        };
+        let install = api_server_install::read(client, deployment).await?;
+        let settings = compose(settings, &install.env)
+            .with_context(|| format!("settings with {deployment}"))?;
+        Ok((settings, Some(install)))
+    }
+
+    /// The settings file alone (`{}` without one), its pin checked.
+    pub fn read_file(&self) -> anyhow::Result<Settings> {
         if let Some(path) = &self.file {
             let bytes = std::fs::read(path)
                 .with_context(|| format!("cannot read settings {}", path.display()))?;
             self.pin.check(path, &bytes)?;
         }
-        let settings = read_settings(self.file.as_ref())?;
-        let Some((client, deployment)) = &self.live else {
-            return Ok(settings);
-        };
-        let env = fetch(client, deployment).await?;
-        compose(settings, &env).with_context(|| format!("settings with {deployment}"))
+        read_settings(self.file.as_ref())
     }
 }
 
-/// The API server container's environment, as resolved from its Deployment now.
+/// The API server container's environment, as resolved from its running pods now.
 pub async fn fetch(client: &kube::Client, at: &DeploymentRef) -> anyhow::Result<ResolvedEnv> {
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &at.namespace);
-    let deployment = deployments
-        .get(&at.name)
-        .await
-        .with_context(|| format!("cannot read {at} (--settings-from)"))?;
-    let container =
-        api_server_container(&deployment).map_err(|why| anyhow::anyhow!("{at}: {why}"))?;
-    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &at.namespace);
-    let mut data = BTreeMap::new();
-    for name in config_maps_named(container) {
-        if let Some(found) = config_maps
-            .get_opt(&name)
-            .await
-            .with_context(|| format!("cannot read ConfigMap {}/{name} ({at})", at.namespace))?
-        {
-            data.insert(name, found.data.unwrap_or_default());
-        }
-    }
-    resolve(container, &at.namespace, &data).map_err(|why| anyhow::anyhow!("{at}: {why}"))
+    Ok(api_server_install::read(client, at).await?.env)
 }
 
-/// `settings` with the environment under [`API_SERVER_ENV_KEY`].
+/// `settings` with the environment's known values under [`API_SERVER_ENV_KEY`] and the
+/// variables whose value is not known under [`API_SERVER_ENV_UNKNOWN_KEY`].
 pub fn compose(settings: Settings, env: &ResolvedEnv) -> anyhow::Result<Settings> {
     let mut value: Value = serde_json::from_str(&settings.text)?;
     let Some(fields) = value.as_object_mut() else {
         anyhow::bail!("settings must be a JSON object to carry the API server's environment");
     };
-    if fields.contains_key(API_SERVER_ENV_KEY) {
-        anyhow::bail!("{API_SERVER_ENV_KEY} is written by --settings-from, not by a settings file");
+    for key in [API_SERVER_ENV_KEY, API_SERVER_ENV_UNKNOWN_KEY] {
+        if fields.contains_key(key) {
+            anyhow::bail!("{key} is written by --settings-from, not by a settings file");
+        }
     }
     fields.insert(
         API_SERVER_ENV_KEY.to_owned(),
         serde_json::to_value(&env.vars)?,
     );
+    let unknown = env.unknown_for_policy();
+    if !unknown.is_empty() {
+        fields.insert(
+            API_SERVER_ENV_UNKNOWN_KEY.to_owned(),
+            serde_json::to_value(unknown)?,
+        );
+    }
     Ok(Settings {
         text: value.to_string(),
         budget: settings.budget,
@@ -170,11 +171,32 @@ mod tests {
             composed.text,
             r#"{"notify":"all","pipewarden.io/api-server-env":{"V2_DRIVER_IMAGE":"d:2.16.1"}}"#
         );
-        let forged = Settings {
-            text: format!(r#"{{"{API_SERVER_ENV_KEY}":{{}}}}"#),
-            budget: Default::default(),
+        let secret = ResolvedEnv {
+            unknown: [("DBCONFIG_PASSWORD".to_owned(), "from Secret s".to_owned())].into(),
+            ..env.clone()
         };
-        assert!(compose(forged, &env).is_err());
+        let composed = compose(
+            Settings {
+                text: "{}".into(),
+                budget: Default::default(),
+            },
+            &secret,
+        )
+        .unwrap();
+        assert!(
+            composed.text.contains(
+                r#""pipewarden.io/api-server-env-unknown":{"DBCONFIG_PASSWORD":"from Secret s"}"#
+            ),
+            "{}",
+            composed.text
+        );
+        for key in [API_SERVER_ENV_KEY, API_SERVER_ENV_UNKNOWN_KEY] {
+            let forged = Settings {
+                text: format!(r#"{{"{key}":{{}}}}"#),
+                budget: Default::default(),
+            };
+            assert!(compose(forged, &env).is_err(), "{key}");
+        }
     }
 
     #[test]

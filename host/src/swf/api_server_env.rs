@@ -1,22 +1,31 @@
-//! The KFP API server's environment, read from its Deployment: what `--settings-from
-//! deployment/NAMESPACE/NAME` hands the policy, so a render follows the install without a
-//! copied settings file. Pure: the caller fetches the Deployment and the ConfigMaps it names.
+//! The KFP API server's environment: what `--settings-from deployment/NAMESPACE/NAME` hands the
+//! policy, so a render follows the install without a copied settings file. Pure: the caller
+//! fetches the pods (or the Deployment) and the ConfigMaps; see `install` for which pod spec
+//! is read.
 //!
-//! Resolved as the kubelet resolves a container's environment: `envFrom` first, then `env`
-//! (a later definition wins), `$(VAR)` references expanded from what is defined before them,
-//! `configMapKeyRef` values from the ConfigMaps fetched, `fieldRef: metadata.namespace` as the
-//! Deployment's namespace. Values from Secrets are never read (none is a compile input; the
-//! API server's are database and object-store credentials): their names are listed instead.
+//! Resolved as the kubelet resolves a container's environment (`makeEnvironmentVariables` in
+//! kubernetes `pkg/kubelet/kubelet_pods.go`): `envFrom` sources in order, a later one
+//! overriding an earlier one, keys that are not valid variable names skipped, ConfigMaps'
+//! `data` only (never `binaryData`); then `env` in order, overriding `envFrom`, `$(VAR)`
+//! references expanded from what is defined so far, `configMapKeyRef` from `data`,
+//! `fieldRef: metadata.namespace` as the namespace.
+//!
+//! Secrets are never read: a variable set from one (`secretKeyRef`) has an unknown value, and
+//! an `envFrom` Secret may set any variable with its prefix, so a variable an earlier source
+//! set, or no source set, is unknown too unless a later `env` entry sets it. The policy is
+//! told which are unknown, and refuses to compile with one it reads.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 /// The container of KFP's API server in its Deployment.
 pub const API_SERVER_CONTAINER: &str = "ml-pipeline-api-server";
-/// The settings key the environment is handed to the policy under.
+/// The settings key the environment's known values are handed to the policy under.
 pub const API_SERVER_ENV_KEY: &str = "pipewarden.io/api-server-env";
+/// The settings key naming the variables whose value cannot be known, each with why; a key
+/// ending in `*` stands for every variable with that prefix that the known values do not hold.
+pub const API_SERVER_ENV_UNKNOWN_KEY: &str = "pipewarden.io/api-server-env-unknown";
 
 /// `deployment/NAMESPACE/NAME`, as `--settings-from` takes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,23 +62,79 @@ impl std::fmt::Display for DeploymentRef {
 /// A container's environment as resolved.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResolvedEnv {
+    /// Variables whose value is known.
     pub vars: BTreeMap<String, String>,
-    /// Variables whose value is in a Secret: not read.
-    pub from_secrets: Vec<String>,
+    /// Variables set, but to a value that cannot be known, with why.
+    pub unknown: BTreeMap<String, String>,
+    /// `envFrom` Secrets, by prefix: any variable with the prefix that `vars` does not hold
+    /// may be set by one of them.
+    pub open_prefixes: BTreeMap<String, String>,
     /// Variables left unset: an optional reference to a missing ConfigMap or key, or a field
-    /// a Deployment cannot tell (the pod's name, IP, ...).
+    /// a pod spec cannot tell (the pod's IP, ...).
     pub unset: Vec<String>,
+    /// Where each variable came from, for the operator (`ConfigMap pipeline-install-config`).
+    pub origin: BTreeMap<String, String>,
+    /// The ConfigMaps read.
+    pub config_maps: BTreeSet<String>,
 }
 
-/// The API server container of `deployment`: the one named [`API_SERVER_CONTAINER`], or the
-/// only container.
-pub fn api_server_container(deployment: &Deployment) -> Result<&Container, String> {
-    let containers = deployment
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.template.spec.as_ref())
-        .map(|pod| pod.containers.as_slice())
-        .unwrap_or_default();
+/// What is known of one variable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lookup<'a> {
+    Known(&'a str),
+    Unknown(String),
+    Unset,
+}
+
+impl ResolvedEnv {
+    pub fn lookup(&self, name: &str) -> Lookup<'_> {
+        if let Some(value) = self.vars.get(name) {
+            return Lookup::Known(value);
+        }
+        if let Some(why) = self.unknown.get(name) {
+            return Lookup::Unknown(why.clone());
+        }
+        match self
+            .open_prefixes
+            .iter()
+            .find(|(prefix, _)| name.starts_with(prefix.as_str()))
+        {
+            Some((_, why)) => Lookup::Unknown(why.clone()),
+            None => Lookup::Unset,
+        }
+    }
+
+    /// Where `name` came from, or "" when unknown.
+    pub fn origin_of(&self, name: &str) -> &str {
+        self.origin.get(name).map(String::as_str).unwrap_or("")
+    }
+
+    /// The unknown variables as the policy is handed them ([`API_SERVER_ENV_UNKNOWN_KEY`]).
+    pub fn unknown_for_policy(&self) -> BTreeMap<String, String> {
+        let mut unknown = self.unknown.clone();
+        for (prefix, why) in &self.open_prefixes {
+            unknown.insert(format!("{prefix}*"), why.clone());
+        }
+        unknown
+    }
+
+    fn set(&mut self, name: String, value: String, origin: &str) {
+        self.unknown.remove(&name);
+        self.origin.insert(name.clone(), origin.to_owned());
+        self.vars.insert(name, value);
+    }
+
+    fn set_unknown(&mut self, name: String, why: String) {
+        self.vars.remove(&name);
+        self.origin.insert(name.clone(), why.clone());
+        self.unknown.insert(name, why);
+    }
+}
+
+/// The API server container of a pod spec: the one named [`API_SERVER_CONTAINER`], or the only
+/// container.
+pub fn api_server_container(pod: Option<&PodSpec>) -> Result<&Container, String> {
+    let containers = pod.map(|pod| pod.containers.as_slice()).unwrap_or_default();
     if let Some(container) = containers.iter().find(|c| c.name == API_SERVER_CONTAINER) {
         return Ok(container);
     }
@@ -103,7 +168,7 @@ pub fn config_maps_named(container: &Container) -> Vec<String> {
     names
 }
 
-/// `container`'s environment in `namespace`, with `config_maps` (name -> data) as fetched; a
+/// `container`'s environment in `namespace`, with `config_maps` (name -> `data`) as fetched; a
 /// ConfigMap absent from it does not exist. A required reference to a missing ConfigMap or
 /// key is an error, as it keeps the kubelet from starting the container.
 pub fn resolve(
@@ -117,8 +182,13 @@ pub fn resolve(
         if let Some(reference) = &source.config_map_ref {
             match config_maps.get(&reference.name) {
                 Some(data) => {
+                    env.config_maps.insert(reference.name.clone());
+                    let origin = format!("ConfigMap {} (envFrom)", reference.name);
                     for (key, value) in data {
-                        env.vars.insert(format!("{prefix}{key}"), value.clone());
+                        let name = format!("{prefix}{key}");
+                        if is_env_var_name(&name) {
+                            env.set(name, value.clone(), &origin);
+                        }
                     }
                 }
                 None if reference.optional == Some(true) => {}
@@ -126,27 +196,50 @@ pub fn resolve(
             }
         }
         if let Some(reference) = &source.secret_ref {
-            env.from_secrets
-                .push(format!("{prefix}* (Secret {})", reference.name));
+            // Any variable with the prefix may now come from the Secret, the ones set so far
+            // included.
+            let why = format!(
+                "envFrom Secret {} may set it (pipewarden never reads Secrets)",
+                reference.name
+            );
+            let shadowed: Vec<String> = env
+                .vars
+                .keys()
+                .filter(|name| name.starts_with(prefix))
+                .cloned()
+                .collect();
+            for name in shadowed {
+                env.set_unknown(name, why.clone());
+            }
+            env.open_prefixes.insert(prefix.to_owned(), why);
         }
     }
     for var in container.env.iter().flatten() {
         let name = var.name.clone();
-        let Some(from) = &var.value_from else {
-            let value = expand(var.value.as_deref().unwrap_or(""), &env.vars);
-            env.vars.insert(name, value);
+        let value = var.value.as_deref().unwrap_or("");
+        // As the kubelet: a non-empty value wins over a source.
+        if !value.is_empty() || var.value_from.is_none() {
+            match expand(value, &env) {
+                Ok(value) => env.set(name, value, "env"),
+                Err(why) => env.set_unknown(name, why),
+            }
             continue;
-        };
-        env.vars.remove(&name);
+        }
+        let from = var.value_from.as_ref().expect("checked above");
         if let Some(reference) = &from.config_map_key_ref {
             let value = config_maps
                 .get(&reference.name)
                 .and_then(|data| data.get(&reference.key));
             match value {
                 Some(value) => {
-                    env.vars.insert(name, value.clone());
+                    env.config_maps.insert(reference.name.clone());
+                    let origin = format!("ConfigMap {} key {}", reference.name, reference.key);
+                    env.set(name, value.clone(), &origin);
                 }
-                None if reference.optional == Some(true) => env.unset.push(name),
+                None if reference.optional == Some(true) => {
+                    env.vars.remove(&name);
+                    env.unset.push(name);
+                }
                 None => {
                     return Err(format!(
                         "{name}: ConfigMap {} has no key {}",
@@ -154,25 +247,38 @@ pub fn resolve(
                     ));
                 }
             }
-        } else if from.secret_key_ref.is_some() {
-            env.from_secrets.push(name);
+        } else if let Some(reference) = &from.secret_key_ref {
+            let why = format!(
+                "set from Secret {} key {} (pipewarden never reads Secrets)",
+                reference.name, reference.key
+            );
+            env.set_unknown(name, why);
         } else if let Some(field) = &from.field_ref {
             match field.field_path.as_str() {
-                "metadata.namespace" => {
-                    env.vars.insert(name, namespace.to_owned());
-                }
-                _ => env.unset.push(name),
+                "metadata.namespace" => env.set(name, namespace.to_owned(), "the pod's namespace"),
+                path => env.set_unknown(name, format!("the pod's {path}")),
             }
         } else {
-            env.unset.push(name);
+            env.set_unknown(name, "a resource field of the pod".into());
         }
     }
     Ok(env)
 }
 
+/// A name the kubelet takes from an `envFrom` source (`IsEnvVarName`: letters, digits, `_`,
+/// `-`, `.`, not starting with a digit).
+fn is_env_var_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
 /// `$(VAR)` replaced by the value of a variable defined before, `$$` by `$`; a reference to
-/// one not defined stays as written, as Kubernetes leaves it.
-fn expand(value: &str, defined: &BTreeMap<String, String>) -> String {
+/// one not defined stays as written, as Kubernetes leaves it. A reference to a variable whose
+/// value is unknown makes the result unknown (the error says which).
+fn expand(value: &str, env: &ResolvedEnv) -> Result<String, String> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(at) = rest.find('$') {
@@ -184,9 +290,12 @@ fn expand(value: &str, defined: &BTreeMap<String, String>) -> String {
         } else if let Some(inner) = after.strip_prefix('(')
             && let Some(end) = inner.find(')')
         {
-            match defined.get(&inner[..end]) {
-                Some(value) => out.push_str(value),
-                None => out.push_str(&rest[at..at + 2 + end + 1]),
+            match env.lookup(&inner[..end]) {
+                Lookup::Known(value) => out.push_str(value),
+                Lookup::Unknown(why) => {
+                    return Err(format!("it refers to $({}), which is {why}", &inner[..end]));
+                }
+                Lookup::Unset => out.push_str(&rest[at..at + 2 + end + 1]),
             }
             rest = &inner[end + 1..];
         } else {
@@ -195,119 +304,8 @@ fn expand(value: &str, defined: &BTreeMap<String, String>) -> String {
         }
     }
     out.push_str(rest);
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn container(env: serde_json::Value) -> Container {
-        serde_json::from_value(json!({"name": API_SERVER_CONTAINER, "env": env})).unwrap()
-    }
-
-    fn maps(entries: &[(&str, &[(&str, &str)])]) -> BTreeMap<String, BTreeMap<String, String>> {
-        entries
-            .iter()
-            .map(|(name, data)| {
-                let data = data
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                    .collect();
-                ((*name).to_owned(), data)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn values_config_map_keys_and_the_namespace_resolve_and_secrets_are_never_read() {
-        let c = container(json!([
-            {"name": "V2_DRIVER_IMAGE", "value": "ghcr.io/kubeflow/kfp-driver:2.16.1"},
-            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-            {"name": "DEFAULT_SECURITY_CONTEXT_RUN_AS_USER", "valueFrom": {"configMapKeyRef":
-                {"name": "pipeline-install-config", "key": "defaultSecurityContextRunAsUser", "optional": true}}},
-            {"name": "DBCONFIG_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "mysql-secret", "key": "password"}}},
-            {"name": "MISSING_OPTIONAL", "valueFrom": {"configMapKeyRef":
-                {"name": "pipeline-install-config", "key": "nope", "optional": true}}},
-        ]));
-        let config = maps(&[(
-            "pipeline-install-config",
-            &[("defaultSecurityContextRunAsUser", "1001")],
-        )]);
-        let env = resolve(&c, "kubeflow", &config).unwrap();
-        assert_eq!(
-            env.vars["V2_DRIVER_IMAGE"],
-            "ghcr.io/kubeflow/kfp-driver:2.16.1"
-        );
-        assert_eq!(env.vars["POD_NAMESPACE"], "kubeflow");
-        assert_eq!(env.vars["DEFAULT_SECURITY_CONTEXT_RUN_AS_USER"], "1001");
-        assert!(!env.vars.contains_key("DBCONFIG_PASSWORD"));
-        assert_eq!(env.from_secrets, ["DBCONFIG_PASSWORD"]);
-        assert_eq!(env.unset, ["MISSING_OPTIONAL"]);
-        assert_eq!(config_maps_named(&c), ["pipeline-install-config"]);
-    }
-
-    #[test]
-    fn a_required_reference_that_cannot_resolve_is_an_error_naming_it() {
-        let c = container(json!([{"name": "X", "valueFrom": {"configMapKeyRef":
-            {"name": "pipeline-install-config", "key": "k"}}}]));
-        let error = resolve(&c, "kubeflow", &maps(&[])).unwrap_err();
-        assert!(
-            error.contains("pipeline-install-config") && error.contains('k'),
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn env_wins_over_env_from_and_references_expand_in_order() {
-        let c: Container = serde_json::from_value(json!({
-            "name": "api",
-            "envFrom": [{"configMapRef": {"name": "base"}, "prefix": "KFP_"}],
-            "env": [
-                {"name": "KFP_A", "value": "from-env"},
-                {"name": "B", "value": "$(KFP_A)-$(KFP_C)-$$(KFP_A)-$(UNDEFINED)"},
-            ]
-        }))
-        .unwrap();
-        let env = resolve(
-            &c,
-            "ns",
-            &maps(&[("base", &[("A", "from-map"), ("C", "c")])]),
-        )
-        .unwrap();
-        assert_eq!(env.vars["KFP_A"], "from-env");
-        assert_eq!(env.vars["B"], "from-env-c-$(KFP_A)-$(UNDEFINED)");
-    }
-
-    #[test]
-    fn deployment_references_parse_and_the_api_server_container_is_found() {
-        assert_eq!(
-            DeploymentRef::parse("deployment/kubeflow/ml-pipeline"),
-            Ok(DeploymentRef {
-                namespace: "kubeflow".into(),
-                name: "ml-pipeline".into()
-            })
-        );
-        for bad in [
-            "kubeflow/ml-pipeline",
-            "deployment/kubeflow",
-            "pod/kubeflow/x",
-            "deployment//x",
-        ] {
-            assert!(DeploymentRef::parse(bad).is_err(), "{bad}");
-        }
-        let deployment: Deployment = serde_json::from_value(json!({
-            "metadata": {"name": "ml-pipeline"},
-            "spec": {"selector": {}, "template": {"spec": {"containers": [
-                {"name": "sidecar"}, {"name": API_SERVER_CONTAINER}
-            ]}}}
-        }))
-        .unwrap();
-        assert_eq!(
-            api_server_container(&deployment).unwrap().name,
-            API_SERVER_CONTAINER
-        );
-    }
-}
+mod tests;

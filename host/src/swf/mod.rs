@@ -5,11 +5,13 @@ pub mod api_server_env;
 pub mod decide;
 pub mod diff;
 pub mod healthz;
+pub mod install;
 pub mod last_good;
 pub mod outcome;
 pub mod owned;
 pub mod patch;
 pub mod plan;
+pub mod serving;
 
 use serde_json::Value;
 

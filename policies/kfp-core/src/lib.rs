@@ -25,7 +25,10 @@ pub use args::{FlagSpec, FlagStyle};
 pub use kfp_compiler;
 pub use rebuild::should_rebuild;
 pub use render::{LAUNCHER_CONTAINER, rebuild_workflow, render_swf, render_swf_with};
-pub use settings::{API_SERVER_ENV_KEY, Notify, Settings, SettingsProblem, render_settings_digest};
+pub use settings::{
+    API_SERVER_ENV_KEY, API_SERVER_ENV_UNKNOWN_KEY, Notify, Settings, SettingsProblem,
+    render_settings_digest,
+};
 pub use target::Target;
 
 use pipewarden_guest::workflow::{event_is_completed, exit_handler_of};

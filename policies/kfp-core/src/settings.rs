@@ -7,6 +7,7 @@
 //! settings name go on top. A variable the target release does not read is refused, naming it,
 //! so settings meant for one release never shape another's compile.
 
+use kfp_compiler::release::SETTINGS_KEYS;
 use kfp_compiler::{CompileOptions, Release};
 use pipewarden_guest::canonical::{digest, settings_digest};
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,10 @@ use crate::target::{Target, targets};
 /// The settings key under which the host hands over the KFP API server's environment, read
 /// from its Deployment (`pipewarden run --settings-from deployment/NAMESPACE/NAME`).
 pub const API_SERVER_ENV_KEY: &str = "pipewarden.io/api-server-env";
+/// The settings key under which the host names the API server's variables whose value it
+/// cannot know (set from a Secret, which it never reads), each with why; `PREFIX*` stands for
+/// every variable with that prefix that the environment does not hold.
+pub const API_SERVER_ENV_UNKNOWN_KEY: &str = "pipewarden.io/api-server-env-unknown";
 
 /// Everything a render needs besides the SWF and the target, and `notify`. Keys KFP does not
 /// read are ignored, as the API server ignores unrelated variables, so a Deployment's `env` can
@@ -28,6 +33,9 @@ pub struct Settings {
     /// The API server's own environment, when the host read it from its Deployment: the base
     /// instead of the target's default install.
     pub api_server_env: Option<Map<String, Value>>,
+    /// The API server's variables whose value is not known, with why
+    /// ([`API_SERVER_ENV_UNKNOWN_KEY`]).
+    pub api_server_env_unknown: Map<String, Value>,
     /// Which completed workflows get an exit notification (`exit-eligibility`); renders do not
     /// read it, and it is left out of [`source_digest`](Self::source_digest).
     pub notify: Notify,
@@ -142,14 +150,26 @@ impl Settings {
                 )));
             }
         };
+        let api_server_env_unknown = match fields.get(API_SERVER_ENV_UNKNOWN_KEY) {
+            None => Map::new(),
+            Some(Value::Object(unknown)) => unknown.clone(),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "{API_SERVER_ENV_UNKNOWN_KEY} must be an object of variables, got {}",
+                    pipewarden_guest::swf::json_type(other)
+                )));
+            }
+        };
+        let host_keys = ["notify", API_SERVER_ENV_KEY, API_SERVER_ENV_UNKNOWN_KEY];
         let variables: Map<String, Value> = fields
             .iter()
-            .filter(|(key, _)| *key != "notify" && *key != API_SERVER_ENV_KEY)
+            .filter(|(key, _)| !host_keys.contains(&key.as_str()))
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
         Ok(Settings {
             variables,
             api_server_env,
+            api_server_env_unknown,
             notify,
             source_digest,
         })
@@ -210,6 +230,11 @@ impl Settings {
                 readers.join(", ")
             )));
         }
+        if let Some(env) = &self.api_server_env
+            && let Some(problem) = self.unknown_read_by(release, env)
+        {
+            return Err(problem);
+        }
         let mut environment = match &self.api_server_env {
             // The API server ignores what it does not read, and so does its compile here.
             Some(env) => env
@@ -247,6 +272,35 @@ impl Settings {
             )));
         }
         Ok(compile)
+    }
+}
+
+impl Settings {
+    /// A variable `release` reads whose value the host could not know (and the settings do
+    /// not set): its compile cannot be made exactly.
+    fn unknown_read_by(
+        &self,
+        release: Release,
+        env: &Map<String, Value>,
+    ) -> Option<SettingsProblem> {
+        self.api_server_env_unknown.iter().find_map(|(key, why)| {
+            let why = why.as_str().unwrap_or("unknown");
+            let unknown = |name: &str| release.reads(name) && !self.variables.contains_key(name);
+            let name = match key.strip_suffix('*') {
+                None => unknown(key).then(|| key.clone())?,
+                Some(prefix) => SETTINGS_KEYS
+                    .iter()
+                    .map(|(name, ..)| *name)
+                    .find(|name| {
+                        name.starts_with(prefix) && !env.contains_key(*name) && unknown(name)
+                    })?
+                    .to_owned(),
+            };
+            Some(SettingsProblem::NotForTarget(format!(
+                "the KFP API server's {name} cannot be known: {why}; set it in the settings to \
+                 say what it is"
+            )))
+        })
     }
 }
 

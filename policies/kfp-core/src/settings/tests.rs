@@ -146,6 +146,60 @@ fn the_api_server_environment_replaces_the_default_install_and_unread_variables_
     assert!(error.contains(API_SERVER_ENV_KEY), "{error}");
 }
 
+/// What the host cannot know (a Secret's values) never becomes a compile: a variable the
+/// release reads that may come from a Secret makes the target unservable with those settings,
+/// unless the settings themselves say what it is.
+#[test]
+fn a_variable_the_host_could_not_read_is_never_guessed() {
+    let env = json!({"V2_DRIVER_IMAGE": "ghcr.io/kubeflow/kfp-driver:2.17.0", "POD_NAMESPACE": "kubeflow"});
+    let target = crate::Target::of(Some("2.17.0")).unwrap();
+    let compile = |unknown: serde_json::Value, extra: serde_json::Value| {
+        let mut text = json!({API_SERVER_ENV_KEY: env, API_SERVER_ENV_UNKNOWN_KEY: unknown});
+        text.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let settings = Settings::parse(&text.to_string()).unwrap();
+        settings.validate().unwrap();
+        settings.compile_options(&target).map_err(|e| e.to_string())
+    };
+    // The standard install: database credentials from Secrets, nothing a compile reads.
+    compile(
+        json!({"DBCONFIG_PASSWORD": "set from Secret mysql-secret key password"}),
+        json!({}),
+    )
+    .unwrap();
+    let error = compile(
+        json!({"PUBLISH_LOGS": "set from Secret s key k"}),
+        json!({}),
+    )
+    .unwrap_err();
+    assert!(
+        error.contains("PUBLISH_LOGS cannot be known: set from Secret s"),
+        "{error}"
+    );
+    // An envFrom Secret without a prefix: every variable the environment lacks may come from it.
+    let error = compile(json!({"*": "envFrom Secret extra may set it"}), json!({})).unwrap_err();
+    assert!(
+        error.contains("cannot be known: envFrom Secret extra"),
+        "{error}"
+    );
+    // ... and the settings may say what it is.
+    let error = compile(
+        json!({"KFP_*": "envFrom Secret extra may set it"}),
+        json!({}),
+    );
+    assert!(
+        error.is_ok(),
+        "no variable a compile reads starts with KFP_: {error:?}"
+    );
+    let named = compile(
+        json!({"PUBLISH_LOGS": "set from Secret s key k"}),
+        json!({"PUBLISH_LOGS": "false"}),
+    )
+    .unwrap();
+    assert_eq!(named.publish_logs.as_deref(), Some("false"));
+}
+
 #[test]
 fn validation_names_the_bad_value() {
     let value = json!({"V2_DRIVER_IMAGE": "has space"});
