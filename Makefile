@@ -17,7 +17,7 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-stale bench-exit lint sdk-examples test-sdk bench-sdk image image-ref bench-oci
+.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-stale bench-exit bench-exit-memory lint sdk-examples test-sdk bench-sdk image image-ref bench-oci
 
 # The image `make image` builds and pushes: $(REGISTRY)/pipewarden:$(VERSION) unless IMAGE is given.
 REGISTRY ?= ghcr.io/pipewarden
@@ -100,6 +100,15 @@ EXIT_WORKFLOWS ?= 1000
 EXIT_RATE ?= 1000
 bench-exit: control-plane policies
 	$(call phase,bench-exit,PIPEWARDEN_BENCH_EXIT_WORKFLOWS=$(EXIT_WORKFLOWS) PIPEWARDEN_BENCH_EXIT_RATE=$(EXIT_RATE) $(CARGO) bench -p pipewarden-tests --bench exit_delay)
+
+# The exit gate's peak RSS, the binary run as the Deployment runs it: EXIT_MEMORY_WORKFLOWS
+# completed workflows of about 200 KB (5,000 unless given) present when it takes the lease,
+# and 300 completions with a 1 MiB status.message against a receiver answering 413 (a
+# benchmark only: not part of `make test`).
+EXIT_MEMORY_WORKFLOWS ?= 5000
+bench-exit-memory: control-plane policies
+	$(call phase,pipewarden build,$(CARGO) build -q -p pipewarden)
+	$(call phase,bench-exit-memory,EXIT_MEMORY_WORKFLOWS=$(EXIT_MEMORY_WORKFLOWS) $(CARGO) bench -p pipewarden-tests --bench exit_memory)
 
 # The container image, without a container daemon: a static pipewarden on an empty base,
 # assembled and pushed with crane (built beside the control plane). `crane auth login` or a

@@ -64,7 +64,11 @@ impl Claim {
         claim
     }
 
+    /// None for text that is not a claim, or longer than any the controller writes.
     pub fn parse(text: &str) -> Option<Claim> {
+        if text.len() > super::bounded::MARK_TEXT_MAX {
+            return None;
+        }
         serde_json::from_str(text).ok()
     }
 

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use super::bounded::capped;
 use super::tombstone::{Phase, Sighting};
 use crate::engine::{EventKind, WorkflowEvent};
 
@@ -21,7 +22,9 @@ pub struct WorkflowFacts {
     pub complete: bool,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
-    /// `status.message`: why a workflow failed, when Argo says.
+    /// `status.message`: why a workflow failed, when Argo says; cut to
+    /// [`TENANT_TEXT_MAX`](super::bounded::TENANT_TEXT_MAX) bytes (anyone who edits the
+    /// workflow can write it).
     pub message: Option<String>,
 }
 
@@ -48,7 +51,7 @@ impl WorkflowFacts {
             finished_at,
             message: text("/status/message")
                 .filter(|m| !m.is_empty())
-                .map(str::to_string),
+                .map(|m| capped(m).into_owned()),
         })
     }
 
@@ -101,16 +104,17 @@ impl WorkflowFacts {
 
     /// The event record for the policy; `workflow` is the object as JSON text.
     pub fn event(&self, kind: EventKind, workflow: &Value) -> WorkflowEvent {
-        let labels = workflow
-            .pointer("/metadata/labels")
-            .and_then(Value::as_object)
-            .map(|labels| {
-                labels
-                    .iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default();
+        self.event_from(kind, labels_of(workflow), policy_view(workflow))
+    }
+
+    /// The event record for the policy from what was kept of the workflow: its labels and its
+    /// [`policy_view`].
+    pub fn event_from(
+        &self,
+        kind: EventKind,
+        labels: Vec<(String, String)>,
+        view: String,
+    ) -> WorkflowEvent {
         WorkflowEvent {
             kind,
             namespace: self.namespace.clone(),
@@ -119,9 +123,25 @@ impl WorkflowFacts {
             resource_version: self.resource_version.clone(),
             phase: self.phase_text.clone(),
             labels,
-            workflow: policy_view(workflow),
+            workflow: view,
         }
     }
+}
+
+/// The workflow's labels with string values, each cut as [`capped`] cuts.
+pub fn labels_of(workflow: &Value) -> Vec<(String, String)> {
+    workflow
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|labels| {
+            labels
+                .iter()
+                .filter_map(|(k, v)| {
+                    Some((capped(k).into_owned(), capped(v.as_str()?).into_owned()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Status fields left out of what the policy sees: Argo's per-node bookkeeping, which grows
@@ -134,20 +154,31 @@ pub const STATUS_FIELDS_WITHHELD: [&str; 2] = ["nodes", "storedTemplates"];
 pub const STORED_SPEC_FIELD: &str = "storedWorkflowTemplateSpec";
 
 /// The Workflow as JSON for the policy, without [`STATUS_FIELDS_WITHHELD`] and with
-/// [`STORED_SPEC_FIELD`] cut down to its exit handler; written straight from the object,
-/// without copying it.
+/// [`STORED_SPEC_FIELD`] cut down to its exit handler; tenant text the policy has no use for
+/// in full (`status.message`, annotation values) cut as [`capped`] cuts. Written straight
+/// from the object, without copying it.
 pub fn policy_view(workflow: &Value) -> String {
     serde_json::to_string(&Withholding {
         value: workflow,
-        status_level: false,
+        level: Level::Top,
     })
     .unwrap_or_default()
 }
 
+/// Where in the workflow a value sits, as far as what is withheld or cut depends on it.
+#[derive(Clone, Copy, PartialEq)]
+enum Level {
+    Top,
+    Metadata,
+    Annotations,
+    Status,
+    /// Anything below: written as it is.
+    Inside,
+}
+
 struct Withholding<'a> {
     value: &'a Value,
-    /// True for the `status` object itself, where the withheld fields live.
-    status_level: bool,
+    level: Level,
 }
 
 impl serde::Serialize for Withholding<'_> {
@@ -158,25 +189,28 @@ impl serde::Serialize for Withholding<'_> {
         };
         let mut map = serializer.serialize_map(None)?;
         for (key, value) in object {
-            if self.status_level && STATUS_FIELDS_WITHHELD.contains(&key.as_str()) {
-                continue;
-            }
-            if self.status_level && key == STORED_SPEC_FIELD {
-                if let Some(exit) = ExitHandlerOnly::of(value) {
-                    map.serialize_entry(key, &exit)?;
+            let key_text = key.as_str();
+            match (self.level, key_text, value) {
+                (Level::Status, field, _) if STATUS_FIELDS_WITHHELD.contains(&field) => {}
+                (Level::Status, STORED_SPEC_FIELD, _) => {
+                    if let Some(exit) = ExitHandlerOnly::of(value) {
+                        map.serialize_entry(key, &exit)?;
+                    }
                 }
-                continue;
-            }
-            if !self.status_level && key == "status" {
-                map.serialize_entry(
-                    key,
-                    &Withholding {
-                        value,
-                        status_level: true,
-                    },
-                )?;
-            } else {
-                map.serialize_entry(key, value)?;
+                (Level::Status, "message", Value::String(text))
+                | (Level::Annotations, _, Value::String(text)) => {
+                    map.serialize_entry(key, &capped(text))?;
+                }
+                (Level::Top | Level::Metadata | Level::Status, _, _) => {
+                    let level = match (self.level, key_text) {
+                        (Level::Top, "status") => Level::Status,
+                        (Level::Top, "metadata") => Level::Metadata,
+                        (Level::Metadata, "annotations") => Level::Annotations,
+                        _ => Level::Inside,
+                    };
+                    map.serialize_entry(key, &Withholding { value, level })?;
+                }
+                _ => map.serialize_entry(key, value)?,
             }
         }
         map.end()

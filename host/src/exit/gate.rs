@@ -89,12 +89,30 @@ pub fn judge(
     facts: &WorkflowFacts,
     workflow: &Value,
 ) -> Result<Verdict, PolicyError> {
+    judge_event(
+        decide,
+        tombstones,
+        kind,
+        facts,
+        &facts.event(kind, workflow),
+    )
+}
+
+/// [`judge`] on the event already built for the policy (what the controller keeps of a
+/// workflow is the event, not the object).
+pub fn judge_event(
+    decide: impl FnOnce(&WorkflowEvent, Option<&Tombstone>) -> Result<Eligibility, PolicyError>,
+    tombstones: &TombstoneCache,
+    kind: EventKind,
+    facts: &WorkflowFacts,
+    event: &WorkflowEvent,
+) -> Result<Verdict, PolicyError> {
     let tombstone = tombstones.get(&facts.uid);
     let now = tombstones.now();
     let shown = tombstone
         .as_ref()
         .map(|entry| to_policy_tombstone(entry, now));
-    let eligibility = decide(&facts.event(kind, workflow), shown.as_ref())?;
+    let eligibility = decide(event, shown.as_ref())?;
     // A rejected or requeued copy is older than what we know: it must not move the tombstone.
     if matches!(eligibility, Eligibility::Process | Eligibility::Skip(_)) {
         tombstones.observe(&facts.uid, &facts.sighting(kind));

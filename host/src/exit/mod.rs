@@ -1,6 +1,7 @@
 //! The exit gate's logic that needs no cluster: tombstones, workflow events, the decision,
 //! and the once-per-completion notification rules.
 
+pub mod bounded;
 mod cache;
 pub mod claim;
 pub mod event;

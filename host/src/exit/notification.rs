@@ -38,7 +38,11 @@ pub enum Mark {
 }
 
 impl Mark {
+    /// None for text that is not a mark, or longer than any the controller writes.
     pub fn parse(text: &str) -> Option<Mark> {
+        if text.len() > super::bounded::MARK_TEXT_MAX {
+            return None;
+        }
         let (state, key) = text.split_once('/')?;
         if key.is_empty() {
             return None;

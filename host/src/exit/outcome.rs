@@ -30,6 +30,8 @@ pub enum Outcome {
     ClaimedElsewhere,
     /// Observe mode: it would have been notified; recorded, nothing written or sent.
     Observed,
+    /// Observe mode: reported earlier by this replica.
+    AlreadyObserved,
     /// Another event of the same completion is being processed; it answers for both.
     InFlight,
     /// The exit loop stopped before the outcome was known.
@@ -51,6 +53,7 @@ impl Outcome {
             Outcome::NotLeader => "not-leader",
             Outcome::ClaimedElsewhere => "claimed-elsewhere",
             Outcome::Observed => "observed",
+            Outcome::AlreadyObserved => "already-observed",
             Outcome::InFlight => "in-flight",
             Outcome::Stopped => "stopped",
         }
@@ -77,6 +80,7 @@ impl Outcome {
             Outcome::Sent => Outcome::AlreadyNotified,
             Outcome::GaveUp | Outcome::Superseded => Outcome::AlreadyFailed,
             Outcome::SkippedOld => Outcome::AlreadySkipped,
+            Outcome::Observed => Outcome::AlreadyObserved,
             other => other,
         }
     }
@@ -98,6 +102,7 @@ mod tests {
         assert_eq!(Outcome::GaveUp.seen_again(), Outcome::AlreadyFailed);
         assert_eq!(Outcome::Superseded.seen_again(), Outcome::AlreadyFailed);
         assert_eq!(Outcome::SkippedOld.seen_again(), Outcome::AlreadySkipped);
+        assert_eq!(Outcome::Observed.seen_again(), Outcome::AlreadyObserved);
         assert_eq!(Outcome::AlreadyFailed.seen_again(), Outcome::AlreadyFailed);
         assert!(!Outcome::NotLeader.settles());
         assert!(Outcome::AlreadySkipped.settles());

@@ -6,5 +6,6 @@ mod delivery;
 mod faults;
 mod gate;
 mod load;
+mod observe;
 mod restart;
 mod trust;

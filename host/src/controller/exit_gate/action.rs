@@ -12,7 +12,6 @@ use std::time::Instant;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use serde_json::Value;
 
 use super::delivery::DeliveryError;
 use super::gate::{Gate, workflows};
@@ -26,7 +25,7 @@ use crate::exit::notification::{
 };
 use crate::exit::outcome::Outcome;
 use crate::exit::retry::{jittered, retryable_status};
-use crate::exit::seen::SeenWorkflow;
+use crate::exit::seen::Seen;
 
 /// Reads and writes per step within one attempt before it counts as failed: a workflow that
 /// keeps changing under us (409) is read again at once, not after a backoff.
@@ -138,7 +137,8 @@ async fn process(gate: &Arc<Gate>, seen: WorkflowFacts, origin: Origin) {
         timeouts: 0,
     };
     let outcome = loop {
-        if !gate.ctx.may_write() {
+        // Observe mode never gets here (`entry`); should it, nothing is claimed or sent.
+        if !gate.may_act() {
             break Outcome::NotLeader;
         }
         run.attempts += 1;
@@ -289,18 +289,12 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
             }
             Err(error) => return Err(Failure::new("read", error)),
         };
-        let Some(SeenWorkflow {
+        let Seen {
             facts: current,
             mark,
             claim,
             ..
-        }) = SeenWorkflow::read(live)
-        else {
-            return Ok(Some(unconfirmed(
-                run,
-                "the live workflow has no name or uid",
-            )));
-        };
+        } = live;
         if current.uid != run.seen.uid {
             run.gone += 1;
             return Err(Failure::new(
@@ -359,7 +353,7 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
             }
             // Claimed anew (or renewed, or taken over), with this replica as the holder.
             Plan::Resend | Plan::TakeOver | Plan::Claim => {
-                if !gate.ctx.may_write() {
+                if !gate.may_act() {
                     return Ok(Some(Outcome::NotLeader));
                 }
                 if plan == Plan::TakeOver {
@@ -489,7 +483,7 @@ async fn mark_sent(gate: &Gate, run: &mut Run) -> Result<(), Failure> {
             let _permit = gate.api_permit().await;
             read(&api, &claimed.facts.name).await
         };
-        match fresh.map(|fresh| fresh.and_then(SeenWorkflow::read)) {
+        match fresh {
             Ok(Some(fresh)) => match fresh.mark {
                 Some(Mark::Pending(key)) if key == run.key && gate.holds(fresh.claim.as_ref()) => {
                     claimed.resource_version = Some(fresh.facts.resource_version);
@@ -546,6 +540,9 @@ pub(super) async fn record_give_up_mark(gate: &Gate, facts: &WorkflowFacts) {
 /// Writes `mark` (sent or failed) on the live workflow if it still shows the completion
 /// `facts` with a pending claim or none; one try, conflicts read again.
 pub(super) async fn settle_mark(gate: &Gate, facts: &WorkflowFacts, mark: Mark) {
+    if !gate.may_act() {
+        return;
+    }
     let key = facts.completion_key();
     let api = workflows(&gate.ctx, &facts.namespace);
     for _ in 0..CONFLICT_ATTEMPTS {
@@ -553,7 +550,7 @@ pub(super) async fn settle_mark(gate: &Gate, facts: &WorkflowFacts, mark: Mark) 
             let _permit = gate.api_permit().await;
             read(&api, &facts.name).await
         };
-        let Ok(Some(Some(live))) = live.map(|live| live.map(SeenWorkflow::read)) else {
+        let Ok(Some(live)) = live else {
             return;
         };
         let current = &live.facts;
@@ -622,11 +619,14 @@ pub(super) async fn report_superseded(gate: &Gate, live: &WorkflowFacts, claimed
     gate.tracker.settle(claimed_key, Outcome::Superseded);
 }
 
-pub(super) async fn read(api: &Api<DynamicObject>, name: &str) -> kube::Result<Option<Value>> {
+/// The workflow `name` as the gate keeps it (the object itself is dropped here); None when it
+/// is gone (or, which the API server never serves, has no name or uid).
+pub(super) async fn read(api: &Api<DynamicObject>, name: &str) -> kube::Result<Option<Seen>> {
     match api.get_opt(name).await? {
-        Some(object) => Ok(Some(
-            serde_json::to_value(object).map_err(kube::Error::SerdeError)?,
-        )),
+        Some(object) => {
+            let workflow = serde_json::to_value(object).map_err(kube::Error::SerdeError)?;
+            Ok(Seen::of(&workflow))
+        }
         None => Ok(None),
     }
 }

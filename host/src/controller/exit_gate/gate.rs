@@ -21,12 +21,12 @@ use k8s_openapi::jiff::Timestamp;
 use crate::exit::TombstoneCache;
 use crate::exit::claim::{Claim, Claimant, MarkKey};
 use crate::exit::notification::Rules;
-use crate::exit::seen::SeenWorkflow;
+use crate::exit::seen::Seen;
 
 pub(super) enum Work {
     Event {
         kind: EventKind,
-        seen: SeenWorkflow,
+        seen: Seen,
         /// How many times this workflow was requeued to get here.
         requeues: u32,
         handled: Option<oneshot::Sender<Handled>>,
@@ -41,7 +41,7 @@ pub(super) enum Work {
     /// A workflow listed when this replica became the writer: notify its completion if no
     /// replica did and the policy wants it notified. Listed just now, so not a stale copy; the
     /// action path reads it again anyway.
-    CatchUp { seen: SeenWorkflow },
+    CatchUp { seen: Seen },
 }
 
 impl Work {
@@ -50,6 +50,14 @@ impl Work {
         match self {
             Work::Event { seen, .. } | Work::CatchUp { seen } => seen.uid(),
             Work::Recheck { uid, .. } => uid,
+        }
+    }
+
+    /// Bytes of the policy's view this work holds until it is decided.
+    pub(super) fn view_bytes(&self) -> usize {
+        match self {
+            Work::Event { seen, .. } | Work::CatchUp { seen } => seen.view_bytes(),
+            Work::Recheck { .. } => 0,
         }
     }
 }
@@ -177,6 +185,11 @@ impl Gate {
     /// Whether this replica holds `claim` (a verified claim by this very process).
     pub fn holds(&self, claim: Option<&Claim>) -> bool {
         claim.is_some_and(|claim| claim.is_by(&self.claimant))
+    }
+
+    /// Whether this replica may claim, mark and deliver: it may write, and does not observe.
+    pub fn may_act(&self) -> bool {
+        self.ctx.may_write() && !self.limits.observe
     }
 
     /// A place among the API requests the action paths may have in flight.

@@ -10,6 +10,8 @@
 
 mod action;
 pub mod delivery;
+mod dispatch;
+mod entry;
 mod events;
 mod gate;
 mod observe;
@@ -35,8 +37,9 @@ use crate::engine::EventKind;
 use crate::exit::TombstoneCache;
 use crate::exit::claim::{Claimant, MarkKey};
 use crate::exit::outcome::Outcome;
-use crate::exit::tombstone::{MonotonicClock, UidKey};
+use crate::exit::tombstone::MonotonicClock;
 use delivery::Delivery;
+use dispatch::Dispatcher;
 use gate::{Claims, Gate, Limits, Queues, Task, Work};
 use tracker::Tracker;
 use watch::Input;
@@ -142,13 +145,10 @@ pub async fn run(
     loops.spawn(sweep::run(gate.clone(), args.exit_sweep_interval));
 
     let mut workers = tokio::task::JoinSet::new();
-    let shards: Vec<mpsc::Sender<Work>> = (0..ctx.concurrency)
-        .map(|_| {
-            let (tx, rx) = mpsc::channel(SHARD_CAPACITY);
-            workers.spawn(worker::run(gate.clone(), rx));
-            tx
-        })
-        .collect();
+    let (dispatcher, queues) = Dispatcher::new(&ctx);
+    for queue in queues {
+        workers.spawn(worker::run(gate.clone(), queue));
+    }
     let mut completions = tokio::task::JoinSet::new();
 
     let (mut inputs, watches) = watch::inputs(&ctx, injected);
@@ -173,7 +173,7 @@ pub async fn run(
     loop {
         tokio::select! {
             input = inputs.next() => match input {
-                Some(Input::Event(work)) => dispatch(&ctx, &shards, *work).await?,
+                Some(Input::Event(work)) => dispatcher.send(*work).await?,
                 Some(Input::Listed(index)) => {
                     listed[index] = true;
                     if listed.iter().all(|done| *done) {
@@ -197,16 +197,17 @@ pub async fn run(
                     work
                 });
             }
-            Some(work) = delayed.next(), if !delayed.is_empty() => dispatch(&ctx, &shards, work).await?,
+            Some(work) = delayed.next(), if !delayed.is_empty() => dispatcher.send(work).await?,
             changed = leadership.changed(), if election => match changed {
                 Ok(()) => {
                     let writer = *leadership.borrow_and_update();
                     if writer && !was_writer {
-                        let listed = watch::list_all(&ctx).await;
-                        tracing::info!(workflows = listed.len(), "became the writer; catching up");
-                        for work in listed {
-                            dispatch(&ctx, &shards, work).await?;
-                        }
+                        tracing::info!("became the writer; catching up on completed workflows");
+                        let (ctx, dispatcher) = (ctx.clone(), dispatcher.clone());
+                        completions.spawn(async move {
+                            let listed = watch::catch_up(ctx, dispatcher).await;
+                            tracing::info!(workflows = listed, "caught up");
+                        });
                     }
                     was_writer = writer;
                 }
@@ -247,20 +248,5 @@ pub(crate) fn mark_key(path: Option<&std::path::Path>) -> anyhow::Result<MarkKey
     Ok(MarkKey::new(secret))
 }
 
-/// Hands work to the worker that owns its uid, waiting while that worker is busy.
-async fn dispatch(ctx: &Context, shards: &[mpsc::Sender<Work>], work: Work) -> anyhow::Result<()> {
-    // Another replica's shard (`--shard`) handles it.
-    if !ctx.shard.owns(work.uid()) {
-        return Ok(());
-    }
-    let shard = (UidKey::new(work.uid()).as_u128() % shards.len() as u128) as usize;
-    shards[shard]
-        .send(work)
-        .await
-        .map_err(|_| anyhow::anyhow!("exit worker {shard} is gone"))
-}
-
-/// Events waiting for a worker, per shard: a full shard slows the watch down.
-const SHARD_CAPACITY: usize = 256;
 /// Re-checks and redeliveries waiting for their time; beyond this they are dropped and counted.
 const DELAYED_CAPACITY: usize = 65_536;

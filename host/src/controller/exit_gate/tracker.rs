@@ -15,7 +15,7 @@ use crate::exit::claim::Claim;
 use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::Mark;
 use crate::exit::outcome::Outcome;
-use crate::exit::seen::SeenWorkflow;
+use crate::exit::seen::Seen;
 
 /// Completions processed at once; beyond this the shards wait (backpressure on the watch).
 const MAX_IN_FLIGHT: usize = 100_000;
@@ -29,7 +29,7 @@ pub struct Final {
 }
 
 impl Final {
-    pub fn of(seen: &SeenWorkflow) -> Final {
+    pub fn of(seen: &Seen) -> Final {
         Final {
             facts: seen.facts.clone(),
             mark: seen.mark.clone(),

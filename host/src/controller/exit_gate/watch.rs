@@ -3,19 +3,21 @@
 //! (`SeenWorkflow`); one without a name or uid is counted `malformed` and goes no further.
 
 use futures::stream::{self, BoxStream, StreamExt as _};
+use kube::Api;
 use kube::api::{DynamicObject, ListParams};
 use kube::runtime::watcher;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::dispatch::Dispatcher;
 use super::gate::{Work, scopes};
 use super::{Handled, InjectedEvent};
 use crate::controller::context::Context;
 use crate::controller::metrics::Metrics;
 use crate::controller::watch_health::{WatchReporter, watched};
 use crate::engine::EventKind;
-use crate::exit::notification::NOTIFICATION_LABEL;
-use crate::exit::seen::SeenWorkflow;
+use crate::exit::event::COMPLETED_LABEL;
+use crate::exit::seen::Seen;
 
 pub(super) enum Input {
     /// Boxed: a workflow's facts are large beside the other variant.
@@ -35,9 +37,13 @@ pub(super) fn inputs(
     let watches = apis.into_iter().enumerate().map(|(index, api)| {
         let reporter = WatchReporter::new(ctx, "exit", api.namespace());
         let metrics = ctx.metrics.clone();
-        watched(api, watcher::Config::default(), reporter)
-            .filter_map(move |event| std::future::ready(translate(index, event, &metrics)))
-            .boxed()
+        watched(
+            api,
+            watcher::Config::default().page_size(PAGE_SIZE),
+            reporter,
+        )
+        .filter_map(move |event| std::future::ready(translate(index, event, &metrics)))
+        .boxed()
     });
     let injected = match injected {
         Some(receiver) => {
@@ -74,8 +80,8 @@ pub(super) fn inputs(
 }
 
 /// The workflow read once, or counted as malformed.
-pub(super) fn read_or_count(workflow: Value, metrics: &Metrics) -> Option<SeenWorkflow> {
-    let seen = SeenWorkflow::read(workflow);
+pub(super) fn read_or_count(workflow: Value, metrics: &Metrics) -> Option<Seen> {
+    let seen = Seen::of(&workflow);
     if seen.is_none() {
         tracing::warn!("workflow without metadata.name or metadata.uid; ignored");
         Metrics::count(&metrics.exit_decisions, "malformed");
@@ -83,58 +89,98 @@ pub(super) fn read_or_count(workflow: Value, metrics: &Metrics) -> Option<SeenWo
     seen
 }
 
-/// Every workflow in scope, listed page by page; for a replica that just became the writer,
-/// which may have seen completions while it was not allowed to act on them.
-pub(super) async fn list_all(ctx: &Context) -> Vec<Work> {
-    let mut work = Vec::new();
-    for api in scopes(ctx) {
-        let mut params = ListParams::default().limit(500);
-        loop {
-            let page = match api.list(&params).await {
-                Ok(page) => page,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot list workflows to catch up");
-                    break;
-                }
-            };
-            work.extend(
-                page.items
-                    .into_iter()
-                    .filter_map(as_seen)
-                    .map(|seen| Work::CatchUp { seen }),
-            );
-            match page.metadata.continue_ {
-                Some(token) if !token.is_empty() => params = params.continue_token(&token),
-                _ => break,
-            }
-        }
-    }
-    work
+/// Objects per page of every listing the exit loop makes (its watch's initial list included):
+/// a page is held whole while it is read, and an Argo Workflow with a few hundred nodes is
+/// 100-500 KB of JSON (several times that as parsed values).
+pub(super) const PAGE_SIZE: u32 = 50;
+
+/// One listing of the workflows in scope, page by page: only one page is held at a time.
+pub(super) struct Pages {
+    scopes: std::vec::IntoIter<Api<DynamicObject>>,
+    current: Option<(Api<DynamicObject>, ListParams)>,
+    selector: String,
 }
 
-/// Workflows in scope carrying a pending claim (by the mark's label), page by page.
-pub(super) async fn list_pending(ctx: &Context) -> kube::Result<Vec<SeenWorkflow>> {
-    let selector = format!("{NOTIFICATION_LABEL}=pending");
-    let mut found = Vec::new();
-    for api in scopes(ctx) {
-        let mut params = ListParams::default().labels(&selector).limit(500);
+impl Pages {
+    /// Workflows matching the label `selector`, in every namespace in scope.
+    pub(super) fn new(ctx: &Context, selector: &str) -> Pages {
+        Pages {
+            scopes: scopes(ctx).into_iter(),
+            current: None,
+            selector: selector.to_owned(),
+        }
+    }
+
+    /// The next page; None once every scope was listed.
+    pub(super) async fn next(&mut self) -> Option<kube::Result<Vec<DynamicObject>>> {
         loop {
-            let page = api.list(&params).await?;
-            found.extend(page.items.into_iter().filter_map(as_seen));
+            if self.current.is_none() {
+                let api = self.scopes.next()?;
+                let params = ListParams::default()
+                    .labels(&self.selector)
+                    .limit(PAGE_SIZE);
+                self.current = Some((api, params));
+            }
+            let (api, params) = self.current.as_mut().expect("set above");
+            let page = match api.list(params).await {
+                Ok(page) => page,
+                Err(error) => {
+                    self.current = None;
+                    return Some(Err(error));
+                }
+            };
             match page.metadata.continue_ {
-                Some(token) if !token.is_empty() => params = params.continue_token(&token),
-                _ => break,
+                Some(token) if !token.is_empty() => *params = params.clone().continue_token(&token),
+                _ => self.current = None,
+            }
+            if !page.items.is_empty() {
+                return Some(Ok(page.items));
             }
         }
     }
-    Ok(found)
+}
+
+/// Completed workflows in scope, page by page, handed to the shards as they are read; for a
+/// replica that just became the writer, which may have seen completions while it was not
+/// allowed to act on them. Only this replica's shard is kept, and only what the gate keeps
+/// of each (never the object); the shards' queues bound how much waits at once.
+pub(super) async fn catch_up(ctx: Context, dispatcher: Dispatcher) -> usize {
+    let mut pages = Pages::new(&ctx, &format!("{COMPLETED_LABEL}=true"));
+    let mut listed = 0;
+    while let Some(page) = pages.next().await {
+        let items = match page {
+            Ok(items) => items,
+            Err(error) => {
+                tracing::warn!(%error, "cannot list workflows to catch up");
+                continue;
+            }
+        };
+        for object in items {
+            if !object
+                .metadata
+                .uid
+                .as_deref()
+                .is_some_and(|uid| ctx.shard.owns(uid))
+            {
+                continue;
+            }
+            let Some(seen) = as_seen(object) else {
+                continue;
+            };
+            listed += 1;
+            if dispatcher.send(Work::CatchUp { seen }).await.is_err() {
+                return listed;
+            }
+        }
+    }
+    listed
 }
 
 /// A listed object read as a workflow; one that is not (no name or uid) is left out.
-fn as_seen(object: DynamicObject) -> Option<SeenWorkflow> {
+pub(super) fn as_seen(object: DynamicObject) -> Option<Seen> {
     serde_json::to_value(object)
         .ok()
-        .and_then(SeenWorkflow::read)
+        .and_then(|workflow| Seen::of(&workflow))
 }
 
 fn translate(

@@ -8,26 +8,27 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 use super::Handled;
-use super::action::{self, Origin};
+use super::action::Origin;
+use super::dispatch::Queued;
+use super::entry::enter;
 use super::gate::{Gate, Work, workflows};
-use super::observe::observe;
 use super::tracker::Final;
 use super::watch::read_or_count;
 use crate::controller::metrics::Metrics;
 use crate::engine::{Eligibility, EventKind, Export};
 use crate::exit::event::WorkflowFacts;
 use crate::exit::gate::{self, Verdict, eligibility_parts};
-use crate::exit::notification::Mark;
 use crate::exit::outcome::Outcome;
 use crate::exit::retry::jittered;
-use crate::exit::seen::SeenWorkflow;
+use crate::exit::seen::Seen;
 
 /// Re-reads of a requeued (or undecided) workflow before the loop waits for its next event.
 const MAX_REQUEUES: u32 = 5;
 
-pub(super) async fn run(gate: Arc<Gate>, mut work: mpsc::Receiver<Work>) {
-    while let Some(item) = work.recv().await {
-        match item {
+pub(super) async fn run(gate: Arc<Gate>, mut queue: mpsc::Receiver<Queued>) {
+    // Each item's share of the view budget is returned once it was decided.
+    while let Some(Queued { work, _budget }) = queue.recv().await {
+        match work {
             Work::Event {
                 kind,
                 seen,
@@ -50,7 +51,7 @@ pub(super) async fn run(gate: Arc<Gate>, mut work: mpsc::Receiver<Work>) {
 async fn on_event(
     gate: &Arc<Gate>,
     kind: EventKind,
-    seen: SeenWorkflow,
+    mut seen: Seen,
     requeues: u32,
     handled: Option<oneshot::Sender<Handled>>,
 ) {
@@ -63,13 +64,14 @@ async fn on_event(
     // Kept for a re-check should the decision fail: the event itself goes to the policy.
     let identity = (kind != EventKind::Deleted).then(|| seen.facts.clone());
     let tombstones = gate.tombstones.clone();
+    let event = seen.take_event(kind);
     let decided = gate
         .ctx
         .policy
         .call(Export::ExitEligibility, move |loaded| {
             let decide =
                 |event: &_, tombstone: Option<&_>| loaded.policy.exit_eligibility(event, tombstone);
-            gate::judge(decide, &tombstones, kind, &seen.facts, &seen.raw)
+            gate::judge_event(decide, &tombstones, kind, &seen.facts, &event)
                 .map(|verdict| (verdict, seen))
         })
         .await;
@@ -125,38 +127,10 @@ async fn on_event(
         }
         false => (None, None),
     };
-    match take(gate, seen, origin, waiter).await {
+    match enter(gate, &seen, origin, waiter).await {
         Some(outcome) => reply(handled, Handled::notified(decision, outcome), None),
         None => reply(handled, Handled::decided(decision), outcome),
     }
-}
-
-/// Hands a completion the policy let through to the action path, unless the object already
-/// shows it settled (no read needed) or this replica may not write.
-async fn take(
-    gate: &Arc<Gate>,
-    seen: SeenWorkflow,
-    origin: Origin,
-    waiter: Option<oneshot::Sender<Outcome>>,
-) -> Option<Outcome> {
-    let metrics = &gate.ctx.metrics;
-    let known = if !gate.ctx.may_write() {
-        Some(Outcome::NotLeader)
-    } else {
-        match seen.own_mark() {
-            Some(Mark::Sent(_)) => Some(Outcome::AlreadyNotified),
-            Some(Mark::Failed(_)) => Some(Outcome::AlreadyFailed),
-            Some(Mark::Skipped(_)) => Some(Outcome::AlreadySkipped),
-            Some(Mark::Pending(_)) | None if gate.limits.observe => {
-                Some(observe(gate, &seen.facts, origin).await)
-            }
-            Some(Mark::Pending(_)) | None => action::submit(gate, seen.facts, origin, waiter).await,
-        }
-    };
-    if let Some(outcome) = known {
-        Metrics::count(&metrics.exit_notifications, outcome.label());
-    }
-    known
 }
 
 /// Tells an injected event's sender how it was handled: at once, or once its completion's
@@ -184,21 +158,24 @@ fn reply(
 
 /// A listed workflow: the policy decides without the tombstones (a listing is the live state,
 /// never a stale copy, and a tombstone at the same resourceVersion would reject it).
-async fn catch_up(gate: &Arc<Gate>, seen: SeenWorkflow) {
+async fn catch_up(gate: &Arc<Gate>, mut seen: Seen) {
     if !seen.facts.complete {
         return;
     }
+    let event = seen.take_event(EventKind::Relisted);
     let decided = gate
         .ctx
         .policy
         .call(Export::ExitEligibility, move |loaded| {
-            gate::assess_listed(&loaded.policy, &seen.facts, &seen.raw)
+            loaded
+                .policy
+                .exit_eligibility(&event, None)
                 .map(|eligibility| (eligibility, seen))
         })
         .await;
     match decided {
         Ok((Eligibility::Process, seen)) => {
-            take(gate, seen, Origin::Seen, None).await;
+            enter(gate, &seen, Origin::Seen, None).await;
         }
         Ok((eligibility, seen)) => {
             let (decision, reason) = eligibility_parts(&eligibility);

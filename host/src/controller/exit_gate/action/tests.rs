@@ -754,8 +754,8 @@ async fn observe_mode_confirms_records_an_event_and_writes_and_sends_nothing() {
     let live = workflow("10", "Succeeded", &at, None);
     h.api.expect(Method::GET, PATH, 200, live.clone());
     assert_eq!(h.observe(&live).await, Outcome::Observed);
-    // Seen again: settled, no second read or Event.
-    assert_eq!(h.observe(&live).await, Outcome::Observed);
+    // Seen again: settled, no second read or Event, and counted apart.
+    assert_eq!(h.observe(&live).await, Outcome::AlreadyObserved);
     h.api.assert_done();
     assert!(h.patches().is_empty(), "{:?}", h.patches());
     assert_eq!(h.event_reasons(), ["ExitNotificationObserved"]);
@@ -788,4 +788,87 @@ async fn observe_mode_tells_a_stale_copy_an_old_completion_and_a_sent_one_apart(
     assert!(h.patches().is_empty(), "{:?}", h.patches());
     assert_eq!(h.event_reasons(), ["ExitNotificationSkipped"]);
     assert_eq!(h.receiver.posts(), 0);
+}
+
+/// A pending mark with its label, as a controller in notify mode leaves it: `name` finished
+/// now, claimed by `by` for `seconds` more (negative: expired).
+fn left_pending(name: &str, by: &Claimant, seconds: i64) -> Value {
+    let at = finished_now();
+    let mut w = workflow("40", "Succeeded", &at, None);
+    w["metadata"]["name"] = json!(name);
+    w["metadata"]["uid"] = json!(format!("{UID}-{name}"));
+    let completion = WorkflowFacts::read(&w).unwrap().completion_key();
+    w["metadata"]["annotations"][NOTIFICATION_ANNOTATION] = json!(format!("pending/{completion}"));
+    w["metadata"]["labels"] = json!({"pipewarden.io/exit-notification": "pending"});
+    claimed_by(w, by, seconds, &MarkKey::none())
+}
+
+/// Rolled back from notify to observe mode with the receiver down: the claims the notifying
+/// controller left (one expired, one still holding) are reported once each through the sweep,
+/// and nothing is claimed, marked or sent.
+#[tokio::test]
+async fn observe_mode_sweep_reports_claims_left_pending_and_writes_and_sends_nothing() {
+    let h = Harness::observing().await;
+    let expired = left_pending("expired", &other(), -5);
+    let holding = left_pending("holding", &other(), 60);
+    let list = json!({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "WorkflowList", "metadata": {},
+        "items": [expired.clone(), holding.clone()]
+    });
+    h.api
+        .expect(Method::GET, "/workflows", 200, list.clone())
+        .expect(
+            Method::GET,
+            "/namespaces/team-a/workflows/expired",
+            200,
+            expired,
+        )
+        .expect(
+            Method::GET,
+            "/namespaces/team-a/workflows/holding",
+            200,
+            holding,
+        )
+        // The second sweep: reported already, nothing read or recorded again.
+        .expect(Method::GET, "/workflows", 200, list);
+    super::super::sweep::sweep_once(&h.gate).await;
+    super::super::sweep::sweep_once(&h.gate).await;
+    h.api.assert_done();
+    assert!(h.patches().is_empty(), "{:?}", h.patches());
+    assert_eq!(h.receiver.posts(), 0);
+    assert_eq!(
+        h.event_reasons(),
+        ["ExitNotificationObserved", "ExitNotificationObserved"]
+    );
+    let observed = h
+        .metrics
+        .exit_notifications
+        .get_or_create(&crate::controller::metrics::OutcomeLabel {
+            outcome: "observed".into(),
+        })
+        .get();
+    assert_eq!(observed, 2);
+}
+
+/// The watch path in observe mode finds a claim another controller holds: reported, since
+/// nothing in this controller will deliver it.
+#[tokio::test]
+async fn observe_mode_reports_a_completion_claimed_by_a_notifying_controller() {
+    let h = Harness::observing().await;
+    let holding = left_pending("holding", &other(), 60);
+    h.api.expect(
+        Method::GET,
+        "/namespaces/team-a/workflows/holding",
+        200,
+        holding.clone(),
+    );
+    assert_eq!(h.observe(&holding).await, Outcome::Observed);
+    h.api.assert_done();
+    assert!(h.patches().is_empty());
+    assert_eq!(h.event_reasons(), ["ExitNotificationObserved"]);
+    let note = h.api.events()[0]["note"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(note.contains("claimed by replica-b"), "{note}");
 }
