@@ -1,7 +1,10 @@
 //! Leader-election rules over a Kubernetes Lease, as pure functions (the loop that reads and
 //! writes the Lease is `controller::leader`). Timings follow client-go: a leader that cannot
 //! renew within the renew deadline (2/3 of the lease duration) stops writing, well before a
-//! standby may take the lease over (after the full duration).
+//! standby may take the lease over (after the full duration). Another holder's lease expires
+//! as client-go judges it: once this replica has seen its record unchanged for the lease
+//! duration, by its own clock; the holder's `renewTime` is never compared with this clock,
+//! so a standby whose clock runs ahead does not take over a live lease.
 
 use std::time::Duration;
 
@@ -27,7 +30,9 @@ pub enum Step {
     Follow { holder: String },
 }
 
-pub fn next_step(lease: Option<&LeaseView>, me: &str, now: Timestamp) -> Step {
+/// The step to take on `lease`, whose record this replica has seen unchanged for
+/// `unchanged_for` (by its own monotonic clock; see [`Observed`]).
+pub fn next_step(lease: Option<&LeaseView>, me: &str, unchanged_for: Duration) -> Step {
     let Some(lease) = lease else {
         return Step::Create;
     };
@@ -35,11 +40,7 @@ pub fn next_step(lease: Option<&LeaseView>, me: &str, now: Timestamp) -> Step {
         None | Some("") => Step::TakeOver,
         Some(holder) if holder == me => Step::Renew,
         Some(holder) => {
-            let expired = lease.renewed_at.is_none_or(|renewed| {
-                let lease_end = renewed.as_millisecond() + lease.duration.as_millis() as i64;
-                lease_end < now.as_millisecond()
-            });
-            if expired {
+            if unchanged_for >= lease.duration {
                 Step::TakeOver
             } else {
                 Step::Follow {
@@ -47,6 +48,38 @@ pub fn next_step(lease: Option<&LeaseView>, me: &str, now: Timestamp) -> Step {
                 }
             }
         }
+    }
+}
+
+/// A record as last seen, and when it was first seen so (client-go's `observedRecord` and
+/// `observedTime`): any change to it (a renewal, another holder) starts the count again.
+#[derive(Clone, Debug)]
+pub struct Observed<T> {
+    record: Option<T>,
+    since: std::time::Instant,
+}
+
+impl<T: PartialEq> Observed<T> {
+    pub fn new() -> Self {
+        Observed {
+            record: None,
+            since: std::time::Instant::now(),
+        }
+    }
+
+    /// Records `record` as seen at `now`; returns how long it has been seen unchanged.
+    pub fn see(&mut self, record: Option<T>, now: std::time::Instant) -> Duration {
+        if record != self.record {
+            self.record = record;
+            self.since = now;
+        }
+        now.saturating_duration_since(self.since)
+    }
+}
+
+impl<T: PartialEq> Default for Observed<T> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

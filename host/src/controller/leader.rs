@@ -15,7 +15,9 @@ use tokio::sync::watch;
 use super::api_error::describe_any;
 use super::metrics::Metrics;
 use crate::config::LeaderArgs;
-use crate::lease::{LeaseView, Step, next_step, renew_deadline, retry_period, round_timeout};
+use crate::lease::{
+    LeaseView, Observed, Step, next_step, renew_deadline, retry_period, round_timeout,
+};
 
 pub struct Elector {
     api: Api<Lease>,
@@ -28,6 +30,8 @@ pub struct Elector {
     last_renewal: Option<Instant>,
     /// The API server's URL, for errors.
     api_server: std::sync::Arc<str>,
+    /// The Lease record as last read, and since when (this replica's clock) it is unchanged.
+    observed: Observed<LeaseView>,
 }
 
 impl Elector {
@@ -47,6 +51,7 @@ impl Elector {
             metrics,
             last_renewal: None,
             api_server,
+            observed: Observed::new(),
         }
     }
 
@@ -92,7 +97,8 @@ impl Elector {
         let current = self.api.get_opt(&self.name).await?;
         let now = Timestamp::now();
         let view = current.as_ref().map(view_of);
-        let step = next_step(view.as_ref(), &self.me, now);
+        let unchanged_for = self.observed.see(view.clone(), Instant::now());
+        let step = next_step(view.as_ref(), &self.me, unchanged_for);
         let written = match (&step, current) {
             (Step::Create, _) => {
                 let lease = Lease {
