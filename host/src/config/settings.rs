@@ -8,7 +8,7 @@ use anyhow::Context;
 use crate::engine::{BUDGET_KEY, BudgetSettings};
 
 /// A settings file as read: what the policy receives, and the budget it sets for the host.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Settings {
     /// JSON text, without the budget.
     pub text: String,

@@ -40,6 +40,12 @@ pub struct SwfArgs {
     /// `2.16.1-acme.3=2.16.1`. A version not listed is taken as it is; nothing is guessed.
     #[arg(long, env = "PIPEWARDEN_COMPILE_AS", value_delimiter = ',', value_parser = CompileAs::parse)]
     pub compile_as: Vec<CompileAs>,
+    /// Whether KFP runs in multi-user mode, where it cannot be read from the install (the KFP
+    /// API's healthz with --kfp-api-url, else MULTIUSER of the API server's environment with
+    /// --settings-from): from 2.18 on, KFP's API server then owns every recurring run and the
+    /// SWF loop writes nothing.
+    #[arg(long, env = "PIPEWARDEN_KFP_MULTI_USER", action = clap::ArgAction::Set)]
+    pub kfp_multi_user: Option<bool>,
     /// Writes one SWF may get in an hour; beyond them it is left alone (one WriteLoop
     /// Warning), so a fight with another writer that keeps changing it back ends.
     #[arg(long, env = "PIPEWARDEN_SWF_WRITES_PER_HOUR", default_value_t = 6)]

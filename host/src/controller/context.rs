@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Recorder, Reporter};
 use tokio::sync::watch;
 
@@ -31,6 +32,10 @@ pub struct Context {
     pub shard: crate::config::Shard,
     /// This replica's name (its pod), as its Lease and claims name it.
     pub identity: Arc<str>,
+    /// This replica's pod, when its name is known: where Events about the controller go.
+    pub own_pod: Option<ObjectReference>,
+    /// What the settings source and the KFP API said about the install (`swf::serving`).
+    pub install: Arc<watch::Sender<crate::swf::serving::InstallFacts>>,
 }
 
 impl Context {
@@ -60,7 +65,15 @@ impl Context {
             identity: std::env::var("POD_NAME")
                 .unwrap_or_else(|_| format!("pipewarden-{}", std::process::id()))
                 .into(),
+            own_pod: None,
+            install: Arc::new(watch::Sender::new(Default::default())),
         }
+    }
+
+    /// Events about the controller itself go to `pod`.
+    pub fn with_own_pod(mut self, pod: Option<ObjectReference>) -> Self {
+        self.own_pod = pod;
+        self
     }
 
     /// Names this replica `identity` in its claims.

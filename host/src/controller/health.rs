@@ -16,6 +16,9 @@ use super::metrics::Metrics;
 pub struct Readiness {
     waiting: Mutex<BTreeSet<&'static str>>,
     failing: Mutex<BTreeMap<String, Failing>>,
+    /// Parts that run but do less than they should (the SWF loop writing nothing), with a
+    /// short reason: said by `/readyz`, which stays ready (the other loops serve).
+    degraded: Mutex<BTreeMap<&'static str, String>>,
     grace: Duration,
 }
 
@@ -32,6 +35,7 @@ impl Readiness {
         Readiness {
             waiting: Mutex::default(),
             failing: Mutex::default(),
+            degraded: Mutex::default(),
             grace,
         }
     }
@@ -72,6 +76,24 @@ impl Readiness {
     pub fn watch_ok(&self, watch: &str) -> Option<Duration> {
         let mut failing = self.failing.lock().expect("readiness lock");
         failing.remove(watch).map(|f| f.since.elapsed())
+    }
+
+    /// `part` runs degraded for `why` (a short label, not an error text), or no longer does.
+    pub fn set_degraded(&self, part: &'static str, why: Option<String>) {
+        let mut degraded = self.degraded.lock().expect("readiness lock");
+        match why {
+            Some(why) => degraded.insert(part, why),
+            None => degraded.remove(part),
+        };
+    }
+
+    /// The degraded parts, one line each (`swf: target-not-served ...`).
+    pub fn degraded(&self) -> Vec<String> {
+        let degraded = self.degraded.lock().expect("readiness lock");
+        degraded
+            .iter()
+            .map(|(part, why)| format!("{part}: {why}"))
+            .collect()
     }
 
     /// Why it is not ready, one line per reason; empty means ready.
@@ -133,7 +155,11 @@ pub async fn serve(
 async fn readyz(State(state): State<HttpState>) -> (StatusCode, String) {
     let blockers = state.readiness.blockers();
     if blockers.is_empty() {
-        (StatusCode::OK, "ready".into())
+        let mut body = "ready".to_owned();
+        for line in state.readiness.degraded() {
+            body.push_str(&format!("\ndegraded: {line}"));
+        }
+        (StatusCode::OK, body)
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, blockers.join("\n"))
     }

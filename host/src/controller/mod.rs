@@ -28,16 +28,31 @@ use metrics::Metrics;
 use policy_handle::{LoadedPolicy, PolicyHandle};
 use settings_source::{SettingsPin, SettingsSource};
 
-/// Load the policy and validate its settings (as read from their source), or refuse to start.
-/// Without settings (only a run without the SWF loop, which is all that renders) there is
-/// nothing to validate.
+/// Load the policy and validate its settings (as read from their source); a policy that
+/// refuses its settings is an error (a reload keeps the previous one then).
 pub fn load_policy(
     args: &PolicyArgs,
     settings: &Settings,
     given: bool,
     metrics: &Metrics,
 ) -> anyhow::Result<LoadedPolicy> {
-    let attempt = || -> anyhow::Result<LoadedPolicy> {
+    match load_policy_keeping_refused(args, settings, given, metrics)? {
+        (loaded, None) => Ok(loaded),
+        (_, Some(refused)) => Err(anyhow::anyhow!(refused)),
+    }
+}
+
+/// Load the policy and validate its settings. A policy that cannot be loaded is an error; one
+/// that refuses its settings is loaded all the same, with why, so that the controller starts:
+/// the SWF loop, the one that renders, writes nothing then (see `swf::serving`), and the exit
+/// gate runs. Without settings (only a run without the SWF loop) there is nothing to validate.
+pub fn load_policy_keeping_refused(
+    args: &PolicyArgs,
+    settings: &Settings,
+    given: bool,
+    metrics: &Metrics,
+) -> anyhow::Result<(LoadedPolicy, Option<String>)> {
+    let attempt = || -> anyhow::Result<(LoadedPolicy, Option<String>)> {
         // A budget in the settings is read on every load, so a reload picks up a new one.
         let args = args.with_settings_budget(&settings.budget);
         args.check_floors()?;
@@ -45,26 +60,33 @@ pub fn load_policy(
         let policy = args
             .load_observed(Some(metrics.retry_observer()))?
             .with_settings(&settings);
-        if given {
-            policy.validate_settings(&settings).map_err(|e| {
-                anyhow::anyhow!("policy {} rejected its settings: {e}", policy.label())
-            })?;
-        }
+        let refused = given
+            .then(|| policy.validate_settings(&settings).err())
+            .flatten()
+            .map(|e| format!("policy {} rejected its settings: {e}", policy.label()));
         let report = policy.load_report();
         tracing::info!(
             policy = policy.label(),
             digest = policy.digest(),
             code = ?report.source,
             millis = report.code_time.as_secs_f64() * 1e3,
-            settings = if given { "validated" } else { "none (no loop renders)" },
+            settings = match (given, &refused) {
+                (false, _) => "none (no loop renders)",
+                (true, None) => "validated",
+                (true, Some(_)) => "refused",
+            },
             "policy loaded"
         );
-        Ok(LoadedPolicy { policy, settings })
+        Ok((LoadedPolicy { policy, settings }, refused))
     };
     let result = attempt();
     Metrics::count(
         &metrics.policy_loads,
-        if result.is_ok() { "loaded" } else { "refused" },
+        match &result {
+            Ok((_, None)) => "loaded",
+            Ok((_, Some(_))) => "settings-refused",
+            Err(_) => "refused",
+        },
     );
     result
 }
@@ -159,11 +181,26 @@ pub async fn start_with(
             args.settings_sha256_file.as_ref(),
         ),
     };
-    let settings = source.read().await?;
+    // The settings file is the operator's: unreadable, it stops the start. The API server's
+    // install is KFP's: unreadable, it holds the SWF loop until it reads again.
+    let file_settings = source.read_file()?;
+    let (settings, install) = match source.read_install(&file_settings).await {
+        Some(Ok((settings, install))) => (settings, Some(Ok(install))),
+        Some(Err(error)) => (file_settings, Some(Err(error))),
+        None => (file_settings, None),
+    };
     let reload_inputs = policy_reload::Inputs::new(args.policy.clone(), source.clone());
     // Taken before the load, so files changed while it runs are reloaded, not missed.
     let loaded_from = reload_inputs.fingerprint(&settings.text);
-    let loaded = load_policy(&args.policy, &settings, source.is_given(), &metrics)?;
+    let (loaded, refused) =
+        load_policy_keeping_refused(&args.policy, &settings, source.is_given(), &metrics)?;
+    if let Some(refused) = &refused {
+        tracing::error!(
+            error = refused.as_str(),
+            "settings refused: the SWF loop writes nothing until they change; the exit gate runs"
+        );
+    }
+    let install_facts = policy_reload::install_facts(refused, install.as_ref());
     let elect = args.leader.leader_elect;
     // Without election this replica writes; with it, only once it holds the lease.
     let (writer, may_write) = watch::channel(!elect);
@@ -178,7 +215,12 @@ pub async fn start_with(
     )
     .with_watch_grace(args.watch_grace)
     .with_shard(shard)
-    .with_identity(&args.leader.identity());
+    .with_identity(&args.leader.identity())
+    .with_own_pod(swf::standing::own_pod(
+        &args.leader.lease_namespace,
+        args.leader.identity.as_deref(),
+    ));
+    ctx.install.send_replace(install_facts);
     let ctx = match &args.api_server_url {
         Some(url) => ctx.with_api_server(url),
         None => ctx,
@@ -204,12 +246,18 @@ pub async fn start_with(
         );
         tasks.spawn(elector.run());
     }
-    if args.policy_reload_seconds > 0 {
+    // The API server's install is followed even when policy files are not reloaded.
+    if args.policy_reload_seconds > 0 || args.settings_from.is_some() {
+        let every = match args.policy_reload_seconds {
+            0 => policy_reload::INSTALL_CHECK,
+            seconds => std::time::Duration::from_secs(seconds),
+        };
         tasks.spawn(policy_reload::watch(
             reload_inputs,
             loaded_from,
-            std::time::Duration::from_secs(args.policy_reload_seconds),
+            every,
             ctx.policy.clone(),
+            ctx.install.clone(),
             metrics,
         ));
     }

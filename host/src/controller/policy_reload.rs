@@ -3,17 +3,26 @@
 //! tag of an `oci://` policy moves (with `--policy-allow-tag`), load and validate the new
 //! policy off the decision path and swap it in atomically; a policy that fails anything is
 //! refused and the old one keeps serving.
+//!
+//! Each check also says what the API server's install looks like now (`swf::serving`): an
+//! install that cannot be read, or whose environment cannot be known, holds the SWF loop's
+//! writes until it can; it is reported once, never ignored.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use super::api_server_install::InstallRead;
 use super::load_policy;
 use super::metrics::Metrics;
 use super::policy_handle::PolicyHandle;
 use super::settings_source::{SettingsPin, SettingsPinMismatch, SettingsSource};
 use crate::config::PolicyArgs;
+use crate::swf::serving::{InstallFacts, SettingsHealth};
+
+/// How often the API server's install is read when policy files are not reloaded.
+pub const INSTALL_CHECK: Duration = Duration::from_secs(10);
 
 /// Everything a reload reads; any change to these bytes triggers one.
 pub struct Inputs {
@@ -51,22 +60,69 @@ impl Inputs {
     }
 }
 
+/// The install facts at a check: the settings refused by the policy in force (`refused`), or
+/// what reading the install said (`install`, with `--settings-from`).
+pub fn install_facts(
+    refused: Option<String>,
+    install: Option<&anyhow::Result<InstallRead>>,
+) -> InstallFacts {
+    let mut facts = InstallFacts::default();
+    if let Some(Ok(install)) = install {
+        facts.env_mode = Some(install.mode.clone());
+        facts.writer_protocol.clone_from(&install.writer_protocol);
+    }
+    facts.settings = match (refused, install) {
+        (Some(refused), _) => SettingsHealth::Refused(refused),
+        (None, Some(Err(error))) => SettingsHealth::Unreadable(format!("{error:#}")),
+        (
+            None,
+            Some(Ok(InstallRead {
+                uncertain: Some(why),
+                ..
+            })),
+        ) => SettingsHealth::Uncertain(why.clone()),
+        (None, _) => SettingsHealth::Ok,
+    };
+    facts
+}
+
+/// Publishes what a check found of the install, keeping what the KFP API said.
+fn publish(install: &tokio::sync::watch::Sender<InstallFacts>, found: InstallFacts) {
+    install.send_if_modified(|facts| {
+        let next = InstallFacts {
+            healthz_multi_user: facts.healthz_multi_user,
+            reported: facts.reported.clone(),
+            ..found
+        };
+        let modified = *facts != next;
+        *facts = next;
+        modified
+    });
+}
+
 /// Polls every `interval` (ConfigMap volumes change by an atomic symlink swap, which polling
 /// sees reliably) and swaps in each valid new policy. `loaded_from` is the fingerprint taken
-/// before the policy in force was loaded.
+/// before the policy in force was loaded; `install` receives what each check found of the API
+/// server's install.
 pub async fn watch(
     inputs: Inputs,
     loaded_from: Option<[u8; 32]>,
     interval: Duration,
     handle: PolicyHandle,
+    install: Arc<tokio::sync::watch::Sender<InstallFacts>>,
     metrics: Arc<Metrics>,
 ) -> anyhow::Result<()> {
     let inputs = Arc::new(inputs);
     let mut schedule = Schedule::new(loaded_from, interval);
+    // Refused settings in force (at start): said until another load is put in force.
+    let mut refused = match &install.borrow().settings {
+        SettingsHealth::Refused(why) => Some(why.clone()),
+        _ => None,
+    };
     loop {
         tokio::time::sleep(interval).await;
-        let settings = match inputs.settings.read().await {
-            Ok(settings) => settings,
+        let file = match inputs.settings.read_file() {
+            Ok(file) => file,
             // Changed settings their pin does not allow: refused, and said so.
             Err(error) if error.downcast_ref::<SettingsPinMismatch>().is_some() => {
                 if schedule.refuse_settings(&error) {
@@ -78,12 +134,29 @@ pub async fn watch(
                 }
                 continue;
             }
-            // A file briefly missing mid-swap; a Deployment the API server did not return.
+            // A file briefly missing mid-swap.
             Err(error) => {
                 tracing::debug!(
                     error = format!("{error:#}"),
-                    "settings unreadable; next time"
+                    "settings file unreadable; next time"
                 );
+                continue;
+            }
+        };
+        let settings = match inputs.settings.read_install(&file).await {
+            None => {
+                publish(&install, install_facts(refused.clone(), None));
+                file
+            }
+            Some(Ok((settings, found))) => {
+                let found = Ok(found);
+                publish(&install, install_facts(refused.clone(), Some(&found)));
+                settings
+            }
+            // The SWF loop holds its writes, and says so once, until it reads again.
+            Some(Err(error)) => {
+                let unreadable = Err(error);
+                publish(&install, install_facts(refused.clone(), Some(&unreadable)));
                 continue;
             }
         };
@@ -108,6 +181,9 @@ pub async fn watch(
                 let next = loaded.policy.digest().to_string();
                 handle.swap(loaded);
                 tracing::info!(%previous, %next, "policy swapped");
+                if refused.take().is_some() {
+                    install.send_modify(|facts| facts.settings = SettingsHealth::Ok);
+                }
             }
             Err(error) => {
                 let again = schedule.failed(Instant::now());

@@ -98,13 +98,26 @@ impl SettingsSource {
     /// [`read`](Self::read), and what the API server's install said (with `--settings-from`).
     pub async fn read_with_install(&self) -> anyhow::Result<(Settings, Option<InstallRead>)> {
         let settings = self.read_file()?;
-        let Some((client, deployment)) = &self.live else {
-            return Ok((settings, None));
+        match self.read_install(&settings).await {
+            None => Ok((settings, None)),
+            Some(read) => read.map(|(settings, install)| (settings, Some(install))),
+        }
+    }
+
+    /// With `--settings-from`: `file_settings` with the API server's environment, and what the
+    /// install said; None without it.
+    pub async fn read_install(
+        &self,
+        file_settings: &Settings,
+    ) -> Option<anyhow::Result<(Settings, InstallRead)>> {
+        let (client, deployment) = self.live.as_ref()?;
+        let read = async {
+            let install = api_server_install::read(client, deployment).await?;
+            let settings = compose(file_settings.clone(), &install.env)
+                .with_context(|| format!("settings with {deployment}"))?;
+            Ok((settings, install))
         };
-        let install = api_server_install::read(client, deployment).await?;
-        let settings = compose(settings, &install.env)
-            .with_context(|| format!("settings with {deployment}"))?;
-        Ok((settings, Some(install)))
+        Some(read.await)
     }
 
     /// The settings file alone (`{}` without one), its pin checked.

@@ -16,9 +16,16 @@ pub enum SwfOutcome {
     /// The policy cannot rebuild this SWF (no pipeline to recompile) and there is no last good
     /// render to put back: it is left as it is.
     NotRebuildable { reason: String },
-    /// The policy cannot compile for the target version: nothing is written for any SWF
-    /// until the target changes (no render, no restore).
+    /// The policy cannot compile for the target version (or the settings or install cannot
+    /// be served): nothing is written for any SWF until that changes (no render, no restore).
+    /// Said once for the loop, not per SWF.
     UnsupportedTarget { reason: String },
+    /// KFP's API server owns every recurring run on this install and this SWF embeds no
+    /// compiled workflow: it is the API's, nothing to do.
+    UpstreamOwned { reason: String },
+    /// KFP's API server owns every recurring run on this install, and this SWF still embeds a
+    /// compiled workflow: KFP has not adopted it, so it does not fire. Reported, never written.
+    NotAdopted { reason: String },
     /// Rebuilt, and the render equals the live object: nothing to write.
     UpToDate { reason: String },
     /// Rebuilt, and the render differs: write `desired` (spec and annotations, the last good
@@ -77,6 +84,8 @@ impl SwfOutcome {
             SwfOutcome::Skipped { .. } => "skip",
             SwfOutcome::NotRebuildable { .. } => "not-rebuildable",
             SwfOutcome::UnsupportedTarget { .. } => "unsupported-target",
+            SwfOutcome::UpstreamOwned { .. } => "upstream-owned",
+            SwfOutcome::NotAdopted { .. } => "not-adopted",
             SwfOutcome::UpToDate { .. } => "up-to-date",
             SwfOutcome::Rebuild { .. } => "rebuild",
             SwfOutcome::Restore { .. } => "restored",
@@ -98,6 +107,8 @@ impl SwfOutcome {
     pub fn reason(&self) -> String {
         match self {
             SwfOutcome::Skipped { reason }
+            | SwfOutcome::UpstreamOwned { reason }
+            | SwfOutcome::NotAdopted { reason }
             | SwfOutcome::UpToDate { reason }
             | SwfOutcome::Rebuild { reason, .. }
             | SwfOutcome::Restore { reason, .. }
@@ -150,11 +161,16 @@ impl SwfOutcome {
     /// The Event published about it, if any: its type and reason.
     pub fn event(&self) -> Option<(Severity, &'static str)> {
         Some(match self {
-            SwfOutcome::Skipped { .. } | SwfOutcome::UpToDate { .. } | SwfOutcome::Gone => {
+            // An unsupported target is one report for the loop (`controller::swf::serving`).
+            SwfOutcome::Skipped { .. }
+            | SwfOutcome::UpToDate { .. }
+            | SwfOutcome::Gone
+            | SwfOutcome::UnsupportedTarget { .. }
+            | SwfOutcome::UpstreamOwned { .. } => {
                 return None;
             }
             SwfOutcome::NotRebuildable { .. } => (Severity::Normal, "NotRebuildable"),
-            SwfOutcome::UnsupportedTarget { .. } => (Severity::Warning, "UnsupportedTarget"),
+            SwfOutcome::NotAdopted { .. } => (Severity::Warning, "NotAdopted"),
             SwfOutcome::Rebuild { .. } => (Severity::Normal, "Rebuilt"),
             SwfOutcome::Restore { .. } => (Severity::Warning, "RestoredFromLastGoodRender"),
             SwfOutcome::WouldRebuild { .. } => (Severity::Normal, "WouldRebuild"),
@@ -185,7 +201,9 @@ impl SwfOutcome {
     pub fn said_once(&self) -> bool {
         matches!(
             self,
-            SwfOutcome::NotRebuildable { .. } | SwfOutcome::UnsupportedTarget { .. }
+            SwfOutcome::NotRebuildable { .. }
+                | SwfOutcome::UnsupportedTarget { .. }
+                | SwfOutcome::NotAdopted { .. }
         )
     }
 
@@ -198,7 +216,10 @@ impl SwfOutcome {
     pub fn is_quiet(&self) -> bool {
         matches!(
             self,
-            SwfOutcome::Skipped { .. } | SwfOutcome::UpToDate { .. }
+            SwfOutcome::Skipped { .. }
+                | SwfOutcome::UpToDate { .. }
+                | SwfOutcome::UpstreamOwned { .. }
+                | SwfOutcome::UnsupportedTarget { .. }
         )
     }
 }

@@ -18,9 +18,10 @@ use self::rows::{Report, SwfRow, WorkflowRow, changes_summary, swf_row, workflow
 use super::table::Table;
 use crate::config::{CompileAs, ExitMode, OutputFormat, PlanArgs, SwfArgs};
 use crate::controller::exit_gate::{mark_key, workflow_resource};
-use crate::controller::load_policy;
+use crate::controller::load_policy_keeping_refused;
 use crate::controller::metrics::Metrics;
 use crate::controller::policy_handle::LoadedPolicy;
+use crate::controller::policy_reload::install_facts;
 use crate::controller::settings_source::{SettingsPin, SettingsSource};
 use crate::controller::swf::swf_resource;
 use crate::controller::swf::target::HealthPoller;
@@ -29,7 +30,11 @@ use crate::exit::gate::assess_listed;
 use crate::exit::notification::{Rules, finished_before};
 use crate::exit::seen::SeenWorkflow;
 use crate::swf::decide::RenderTarget;
+use crate::swf::healthz::Health;
 use crate::swf::plan::plan;
+use crate::swf::serving::{
+    InstallFacts, Probe, SettingsHealth, outcome_without_policy, probe_input, read_probe, serving,
+};
 use crate::swf::{object_key, rebuild_policy_name};
 
 /// Who plan is when it reads claims: never their holder, so every claim is someone else's.
@@ -49,6 +54,8 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<i32> {
 /// What the decisions are made on.
 struct Fetched {
     loaded: LoadedPolicy,
+    /// What the install said, as `run` would read it at start.
+    install: InstallFacts,
     target_version: Option<String>,
     swfs: Vec<Value>,
     workflows: Vec<Value>,
@@ -69,11 +76,21 @@ async fn fetch(args: &PlanArgs) -> anyhow::Result<Fetched> {
             run.settings_sha256_file.as_ref(),
         ),
     };
-    let settings = source.read().await?;
-    let loaded = load_policy(&run.policy, &settings, source.is_given(), &Metrics::new())?;
+    let file = source.read_file()?;
+    let (settings, read) = match source.read_install(&file).await {
+        Some(Ok((settings, install))) => (settings, Some(Ok(install))),
+        Some(Err(error)) => (file, Some(Err(error))),
+        None => (file, None),
+    };
+    let (loaded, refused) =
+        load_policy_keeping_refused(&run.policy, &settings, source.is_given(), &Metrics::new())?;
+    let mut install = install_facts(refused, read.as_ref());
     let mut notes = Vec::new();
     let (target_version, swfs) = if run.swf.enabled {
-        let target = target_version(&run.swf).await?;
+        let health = health(&run.swf).await?;
+        install.reported.clone_from(&health.version);
+        install.healthz_multi_user = health.multi_user;
+        let target = CompileAs::apply(&run.swf.compile_as, health.version);
         let swfs = list(
             &client,
             &run.namespaces,
@@ -95,6 +112,7 @@ async fn fetch(args: &PlanArgs) -> anyhow::Result<Fetched> {
     };
     Ok(Fetched {
         loaded,
+        install,
         target_version,
         swfs,
         workflows,
@@ -102,16 +120,18 @@ async fn fetch(args: &PlanArgs) -> anyhow::Result<Fetched> {
     })
 }
 
-/// The version `run` would render for at start: the flag, or what the KFP API reports.
-async fn target_version(swf: &SwfArgs) -> anyhow::Result<Option<String>> {
-    let reported = match &swf.kfp_api_url {
+/// What `run` would learn of the KFP API at start: the flag's version, or its healthz.
+async fn health(swf: &SwfArgs) -> anyhow::Result<Health> {
+    Ok(match &swf.kfp_api_url {
         Some(url) => HealthPoller::new(url, swf.kfp_api_ca_file.as_deref())?
             .fetch()
             .await
             .context("the target version")?,
-        None => swf.target_version.clone().filter(|v| !v.trim().is_empty()),
-    };
-    Ok(CompileAs::apply(&swf.compile_as, reported))
+        None => Health {
+            version: swf.target_version.clone().filter(|v| !v.trim().is_empty()),
+            multi_user: None,
+        },
+    })
 }
 
 /// A kind the API server does not serve (its CRD is not installed) is a note, not an error.
@@ -189,11 +209,30 @@ fn decide(args: &PlanArgs, fetched: Fetched) -> anyhow::Result<Report> {
         target_version: fetched.target_version.clone(),
         settings: fetched.loaded.settings.clone(),
     };
+    // What the SWF loop may do, as `run` settles it before its first decision.
+    let probe = match fetched.install.settings {
+        SettingsHealth::Ok => read_probe(&policy.should_rebuild(&probe_input(
+            run.swf.rebuild_policy,
+            fetched.target_version.clone(),
+            &fetched.loaded.settings,
+        ))),
+        _ => Probe::Unknown,
+    };
+    let facts = fetched.install.facts(
+        run.swf.kfp_multi_user,
+        fetched.target_version.clone(),
+        probe,
+    );
+    let standing = serving(&facts);
     let mut swfs: Vec<SwfRow> = fetched
         .swfs
         .iter()
         .filter(|swf| owned(swf))
-        .map(|swf| swf_row(object_key(swf), &plan(policy, swf, &target)))
+        .map(|swf| {
+            let outcome = outcome_without_policy(&standing, &swf.to_string())
+                .unwrap_or_else(|| plan(policy, swf, &target));
+            swf_row(object_key(swf), &outcome)
+        })
         .collect();
     swfs.sort_by(|a, b| a.swf.cmp(&b.swf));
 
@@ -244,6 +283,13 @@ fn decide(args: &PlanArgs, fetched: Fetched) -> anyhow::Result<Report> {
     notes.extend(Report::mode_note(run.swf.rebuild_policy, observe));
     Ok(Report {
         target_version: fetched.target_version,
+        mode: match &facts.mode {
+            Some(Ok(mode)) if mode.multi_user => "multi-user",
+            Some(Ok(_)) => "single-user",
+            _ => "mode unknown",
+        },
+        swf_owner: standing.owner(),
+        swf_loop: standing.to_string(),
         rebuild_policy: rebuild_policy_name(run.swf.rebuild_policy),
         exit_mode: if observe { "observe" } else { "notify" },
         swfs,
@@ -267,10 +313,13 @@ fn print(report: &Report, output: OutputFormat) -> anyhow::Result<()> {
 /// The plan as a person reads it: the setting line, notes, both tables, each with its counts.
 pub fn table_text(report: &Report) -> String {
     let mut text = format!(
-        "target {}, rebuild policy {}, exit mode {}\n",
+        "target {}, KFP {}, SWF owner {}, rebuild policy {}, exit mode {}\nswf loop: {}\n",
         report.target_version.as_deref().unwrap_or("unknown"),
+        report.mode,
+        report.swf_owner,
         report.rebuild_policy,
-        report.exit_mode
+        report.exit_mode,
+        report.swf_loop,
     );
     for note in &report.notes {
         text.push_str(&format!("note: {note}\n"));

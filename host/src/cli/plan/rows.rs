@@ -40,6 +40,8 @@ pub fn swf_row(swf: String, outcome: &SwfOutcome) -> SwfRow {
         SwfOutcome::Skipped { .. } => "skip",
         SwfOutcome::NotRebuildable { .. } => "not rebuildable",
         SwfOutcome::UnsupportedTarget { .. } => "unsupported target",
+        SwfOutcome::UpstreamOwned { .. } => "upstream owned",
+        SwfOutcome::NotAdopted { .. } => "not adopted",
         other => other.label(),
     };
     let changes = outcome.changes();
@@ -151,6 +153,12 @@ fn notification_plan(
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub target_version: Option<String>,
+    /// KFP's mode as the install says: `multi-user`, `single-user` or `mode unknown`.
+    pub mode: &'static str,
+    /// Who writes SWFs on this install: `pipewarden` or `kfp-api`.
+    pub swf_owner: &'static str,
+    /// What the SWF loop does on this install, in a sentence.
+    pub swf_loop: String,
     pub rebuild_policy: &'static str,
     pub exit_mode: &'static str,
     pub swfs: Vec<SwfRow>,

@@ -123,6 +123,9 @@ fn completions_are_told_apart_as_the_exit_gate_would() {
 fn the_exit_code_follows_any_row_that_writes() {
     let report = |swf_plan, workflow_plan| Report {
         target_version: Some("2.17.0".into()),
+        mode: "single-user",
+        swf_owner: "pipewarden",
+        swf_loop: String::new(),
         rebuild_policy: "always",
         exit_mode: "notify",
         swfs: vec![SwfRow {

@@ -35,12 +35,18 @@ pub struct WatchLabel {
     pub watch: String,
 }
 
-/// The KFP version SWFs are rendered for, and whether the policy compiles for it (`true`,
-/// `false`, or `unknown` until its first decision).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// The KFP version SWFs are rendered for, whether the policy compiles for it (`true`,
+/// `false`, or `unknown` while neither its probe answer nor a decision said), how its renders
+/// are proven (`own-compiler-output`, `same-compiler`, `unknown`), who writes SWFs on the
+/// install (`pipewarden`, `kfp-api`) and why the SWF loop writes nothing (`none` when it
+/// writes).
+#[derive(Clone, Debug, Default, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TargetLabels {
     pub version: String,
     pub supported: String,
+    pub proof: String,
+    pub owner: String,
+    pub reason: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -106,6 +112,8 @@ pub struct Metrics {
     pub watch_failing: Family<WatchLabel, Gauge>,
     /// 1 for the target version in force, labelled with whether the policy supports it.
     pub target_info: Family<TargetLabels, Gauge>,
+    /// The labels `target_info` shows now.
+    target_shown: std::sync::Mutex<TargetLabels>,
     /// build_info, policy_info, mode_info, shard_info.
     pub info: info::InfoMetrics,
 }
@@ -286,24 +294,25 @@ impl Metrics {
             watch_errors,
             watch_failing,
             target_info,
+            target_shown: Default::default(),
             info,
         }
     }
 
-    /// Shows `version` (`unknown` when none) as the target, `supported` as the policy found it.
-    pub fn set_target(&self, version: Option<&str>, supported: Option<bool>) {
+    /// Shows `labels` as the target in force, alone.
+    pub fn set_target(&self, labels: TargetLabels) {
+        let mut shown = self.target_shown.lock().unwrap_or_else(|p| p.into_inner());
         self.target_info.clear();
-        let supported = match supported {
-            Some(true) => "true",
-            Some(false) => "false",
-            None => "unknown",
-        };
-        self.target_info
-            .get_or_create(&TargetLabels {
-                version: version.unwrap_or("unknown").to_owned(),
-                supported: supported.to_owned(),
-            })
-            .set(1);
+        self.target_info.get_or_create(&labels).set(1);
+        *shown = labels;
+    }
+
+    /// The target in force, as last shown.
+    pub fn target(&self) -> TargetLabels {
+        self.target_shown
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The series alerts and the dashboard query exist at 0 from the start: a counter that

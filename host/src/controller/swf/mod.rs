@@ -10,6 +10,7 @@ mod own_writes;
 pub mod packed;
 mod reconcile;
 mod report;
+pub mod standing;
 pub mod target;
 mod write_budget;
 
@@ -30,6 +31,8 @@ use super::watch_health::{WatchReporter, watched};
 use crate::config::Shard;
 use crate::config::{CompileAs, SwfArgs};
 use crate::engine::RebuildPolicy;
+use crate::swf::healthz::Health;
+use crate::swf::serving::Serving;
 use target::HealthPoller;
 
 /// Readiness part: ready once every SWF has been listed.
@@ -51,6 +54,8 @@ pub(crate) struct SwfLoop {
     resource: ApiResource,
     rebuild_policy: RebuildPolicy,
     target: watch::Receiver<Option<String>>,
+    /// What the loop may do on this install now (`standing`).
+    serving: watch::Receiver<Serving>,
     resync: Duration,
     /// Decisions in flight across all namespaces, adapted to the API server's answers.
     permits: adaptive::AdaptiveLimit,
@@ -81,6 +86,7 @@ impl SwfLoop {
         ctx: &Context,
         rebuild_policy: RebuildPolicy,
         target: watch::Receiver<Option<String>>,
+        serving: watch::Receiver<Serving>,
         resync: Duration,
         writes_per_hour: usize,
     ) -> (SwfLoop, event_queue::EventDrain) {
@@ -89,6 +95,7 @@ impl SwfLoop {
             resource: swf_resource(),
             rebuild_policy,
             target,
+            serving,
             resync,
             permits: adaptive::AdaptiveLimit::new(
                 ctx.concurrency,
@@ -139,26 +146,45 @@ async fn run(
     decisions: Option<tokio::sync::mpsc::UnboundedSender<String>>,
 ) -> anyhow::Result<()> {
     // Learn the target before the first pass, so SWFs are not rendered twice on start-up.
-    let initial = match &poller {
+    let health = match &poller {
         Some(poller) => poller.fetch().await.unwrap_or_else(|error| {
             tracing::warn!(error = %format!("{error:#}"), "target version unknown for now");
-            None
+            Health::default()
         }),
-        None => args.target_version.clone().filter(|v| !v.trim().is_empty()),
+        None => Health {
+            version: args.target_version.clone().filter(|v| !v.trim().is_empty()),
+            multi_user: None,
+        },
     };
-    let initial = CompileAs::apply(&args.compile_as, initial);
+    ctx.install.send_modify(|facts| {
+        facts.reported = health.version.clone();
+        facts.healthz_multi_user = health.multi_user;
+    });
+    let initial = CompileAs::apply(&args.compile_as, health.version);
     tracing::info!(
         rebuild_policy = crate::swf::rebuild_policy_name(args.rebuild_policy),
         target = initial.as_deref().unwrap_or("unknown"),
         namespaces = ?ctx.namespaces,
         "starting the SWF loop"
     );
-    ctx.metrics.set_target(initial.as_deref(), None);
     let (target_tx, target_rx) = watch::channel(initial);
+    // What the loop may do, settled before the first SWF is decided.
+    let standing_inputs = standing::Inputs {
+        ctx: ctx.clone(),
+        target: target_rx.clone(),
+        install: ctx.install.subscribe(),
+        multi_user_flag: args.kfp_multi_user,
+        rebuild_policy: args.rebuild_policy,
+    };
+    let reporter = standing::Reporter::new(&ctx);
+    let (first, facts) = standing::standing(&standing_inputs).await;
+    reporter.report(&first, &facts).await;
+    let (serving_tx, serving_rx) = watch::channel(first);
     let (mut swf_loop, event_drain) = SwfLoop::new(
         &ctx,
         args.rebuild_policy,
         target_rx.clone(),
+        serving_rx.clone(),
         args.swf_resync,
         args.swf_writes_per_hour,
     );
@@ -190,6 +216,7 @@ async fn run(
         let controller = Controller::for_stream_with(changed, reader, swf_loop.resource.clone())
             .with_config(Config::default().concurrency(ctx.concurrency.min(512) as u16))
             .reconcile_all_on(changes(target_rx.clone()))
+            .reconcile_all_on(changes(serving_rx.clone()))
             .reconcile_all_on(policy_changes(ctx.policy.clone()))
             .reconcile_all_on(became_writer(ctx.may_write.clone()));
         stores.push(controller.store());
@@ -214,17 +241,19 @@ async fn run(
         }
         ctx.readiness.ready(READINESS);
     };
+    let install = ctx.install.clone();
     let poll = async move {
         if let Some(poller) = poller {
             let mapped = move |version| CompileAs::apply(&args.compile_as, version);
             poller
-                .run(args.kfp_api_poll, target_tx, mapped, ctx.metrics.clone())
+                .run(args.kfp_api_poll, target_tx, install, mapped)
                 .await;
         }
     };
     tokio::join!(
         synced,
         poll,
+        standing::run(standing_inputs, serving_tx, reporter),
         event_drain.run(),
         futures::future::join_all(controllers)
     );
@@ -244,7 +273,9 @@ fn in_shard(event: &watcher::Event<packed::WatchedSwf>, shard: Shard) -> bool {
 }
 
 /// One item per change of the watched value.
-fn changes<T: Send + Sync + 'static>(rx: watch::Receiver<T>) -> impl Stream<Item = ()> + Send {
+pub(crate) fn changes<T: Send + Sync + 'static>(
+    rx: watch::Receiver<T>,
+) -> impl Stream<Item = ()> + Send {
     futures::stream::unfold(rx, |mut rx| async move {
         rx.changed().await.ok().map(|()| ((), rx))
     })

@@ -55,11 +55,17 @@ impl super::SwfLoop {
     pub(super) fn fingerprint(&self) -> Fingerprint {
         let loaded = self.ctx.policy.current();
         let target = self.target.borrow().clone();
+        // What the loop may do is a decision input too: a hold lifted decides afresh.
+        let standing = format!(
+            "{} {:?}",
+            crate::swf::rebuild_policy_name(self.rebuild_policy),
+            *self.serving.borrow()
+        );
         Fingerprint::of(
             target.as_deref(),
             loaded.policy.digest(),
             &loaded.settings,
-            crate::swf::rebuild_policy_name(self.rebuild_policy),
+            &standing,
         )
     }
 }

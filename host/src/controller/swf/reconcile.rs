@@ -26,6 +26,7 @@ use crate::swf::decide::RenderTarget;
 use crate::swf::outcome::SwfOutcome;
 use crate::swf::patch::swf_write_patch;
 use crate::swf::plan::plan_live;
+use crate::swf::serving::outcome_without_policy;
 
 /// Write attempts per SWF per pass; after that, the next resync tries again.
 pub const MAX_WRITE_ATTEMPTS: u32 = 4;
@@ -83,7 +84,12 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
     };
     let mut attempts = 0;
     loop {
-        let (planned, policy) = plan_for(&lp, &live).await;
+        // Where the loop writes nothing, the policy is not asked (`swf::serving`).
+        let standing = lp.serving.borrow().clone();
+        let (planned, policy) = match outcome_without_policy(&standing, &live.json) {
+            Some(outcome) => (outcome, policy_in_force(&lp)),
+            None => plan_for(&lp, &live).await,
+        };
         decided(&lp, &key, &live, fingerprint);
         let Some(desired) = planned.desired() else {
             let again = match &planned {
@@ -205,6 +211,16 @@ fn decided(lp: &SwfLoop, key: &str, live: &LiveSwf, fingerprint: Fingerprint) {
     lp.decided.record(key, rv, fingerprint);
     if let Some(decisions) = &lp.decisions {
         let _ = decisions.send(key.to_owned());
+    }
+}
+
+/// The policy in force and the target, for reports made without a decision.
+fn policy_in_force(lp: &SwfLoop) -> PolicyId {
+    let loaded = lp.ctx.policy.current();
+    PolicyId {
+        label: loaded.policy.label().to_owned(),
+        digest: loaded.policy.digest().to_owned(),
+        target: lp.target.borrow().clone(),
     }
 }
 

@@ -8,8 +8,9 @@ use kube::{ResourceExt as _, api::ObjectMeta};
 
 use super::SwfLoop;
 use crate::controller::api_error::describe;
-use crate::controller::metrics::{Metrics, PolicyErrorLabels, ReasonLabel};
+use crate::controller::metrics::{Metrics, PolicyErrorLabels, ReasonLabel, TargetLabels};
 use crate::swf::outcome::{Severity, SwfOutcome};
+use crate::swf::serving::Serving;
 
 /// Events carry at most 1 kB of note.
 const MAX_NOTE_BYTES: usize = 1024;
@@ -24,8 +25,10 @@ pub struct PolicyId {
     pub target: Option<String>,
 }
 
-/// Whether the policy compiles for the target in force, as its decisions showed: kept in
-/// `pipewarden_target_info` and said in one log line when it changes, not once per SWF.
+/// Whether the policy compiles for the target in force, as its decisions showed, for a policy
+/// that does not answer the target probe (with one, the loop's standing says it before any
+/// decision): kept in `pipewarden_target_info` and said in one log line when it changes, not
+/// once per SWF.
 #[derive(Default)]
 pub struct TargetStatus {
     /// Target and policy digest the verdict is about, and the verdict.
@@ -33,7 +36,10 @@ pub struct TargetStatus {
 }
 
 impl TargetStatus {
-    fn observe(&self, metrics: &Metrics, policy: &PolicyId, outcome: &SwfOutcome) {
+    fn observe(&self, lp: &SwfLoop, policy: &PolicyId, outcome: &SwfOutcome) {
+        if *lp.serving.borrow() != (Serving::Writes { proof: None }) {
+            return;
+        }
         let supported = match outcome {
             SwfOutcome::UnsupportedTarget { .. } => false,
             SwfOutcome::UpToDate { .. }
@@ -49,7 +55,18 @@ impl TargetStatus {
         }
         *known = Some(now);
         drop(known);
-        metrics.set_target(policy.target.as_deref(), Some(supported));
+        lp.ctx.metrics.set_target(TargetLabels {
+            version: policy.target.clone().unwrap_or_else(|| "unknown".into()),
+            supported: supported.to_string(),
+            proof: "unknown".into(),
+            owner: "pipewarden".into(),
+            reason: if supported {
+                "none"
+            } else {
+                "target-not-served"
+            }
+            .into(),
+        });
         let target = policy.target.as_deref().unwrap_or("unknown");
         if supported {
             tracing::info!(target, policy = %policy.label, "the policy compiles for the target");
@@ -79,7 +96,7 @@ pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, outcom
             .inc();
     }
     let reason = outcome.reason();
-    lp.target_status.observe(metrics, policy, outcome);
+    lp.target_status.observe(lp, policy, outcome);
     // Not rebuildable and an unsupported target stay so until the SWF (or target) changes:
     // their Event and log line come once per SWF and reason, later passes log at debug level.
     let first_time = !outcome.said_once() || said_first(lp, swf, &reason);

@@ -15,9 +15,8 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::controller::metrics::Metrics;
-
-use crate::swf::healthz::{self, HEALTHZ_PATH};
+use crate::swf::healthz::{self, HEALTHZ_PATH, Health};
+use crate::swf::serving::InstallFacts;
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
@@ -65,8 +64,8 @@ impl HealthPoller {
         Ok(HealthPoller { url, client })
     }
 
-    /// The version the KFP apiserver reports now; None when it reports none.
-    pub async fn fetch(&self) -> anyhow::Result<Option<String>> {
+    /// What the KFP apiserver reports now: its version and mode.
+    pub async fn fetch(&self) -> anyhow::Result<Health> {
         let request = async {
             match &self.client {
                 Transport::Plain(client) => client.get(self.url.clone()).await,
@@ -85,17 +84,18 @@ impl HealthPoller {
             .await
             .map_err(|e| anyhow::anyhow!("GET {}: {e}", self.url))?
             .to_bytes();
-        healthz::target_version(&body).map_err(|e| anyhow::anyhow!("GET {}: {e}", self.url))
+        healthz::health(&body).map_err(|e| anyhow::anyhow!("GET {}: {e}", self.url))
     }
 
-    /// Polls every `interval` until the receivers are gone, publishing each change (after
-    /// `mapped`, the `--compile-as` mappings).
+    /// Polls every `interval` until the receivers are gone, publishing each change of the
+    /// version (after `mapped`, the `--compile-as` mappings) and of what the install facts
+    /// hold of it (the reported version, multi-user mode).
     pub async fn run(
         self,
         interval: Duration,
         target: watch::Sender<Option<String>>,
+        install: Arc<watch::Sender<InstallFacts>>,
         mapped: impl Fn(Option<String>) -> Option<String>,
-        metrics: Arc<Metrics>,
     ) {
         loop {
             tokio::time::sleep(interval).await;
@@ -103,7 +103,16 @@ impl HealthPoller {
                 return;
             }
             match self.fetch().await {
-                Ok(version) => publish(&target, mapped(version), &metrics),
+                Ok(health) => {
+                    install.send_if_modified(|facts| {
+                        let modified = facts.reported != health.version
+                            || facts.healthz_multi_user != health.multi_user;
+                        facts.reported.clone_from(&health.version);
+                        facts.healthz_multi_user = health.multi_user;
+                        modified
+                    });
+                    publish(&target, mapped(health.version));
+                }
                 Err(error) => tracing::warn!(
                     error = %format!("{error:#}"),
                     "target version poll failed; keeping the last one"
@@ -113,9 +122,9 @@ impl HealthPoller {
     }
 }
 
-/// Sends `version` if it differs from the current one, logging the change; whether the policy
-/// supports it is unknown until its first decision.
-pub fn publish(target: &watch::Sender<Option<String>>, version: Option<String>, metrics: &Metrics) {
+/// Sends `version` if it differs from the current one, logging the change (the loop's standing
+/// then says whether it is served).
+pub fn publish(target: &watch::Sender<Option<String>>, version: Option<String>) {
     target.send_if_modified(|current| {
         if *current == version {
             return false;
@@ -125,7 +134,6 @@ pub fn publish(target: &watch::Sender<Option<String>>, version: Option<String>, 
             to = version.as_deref().unwrap_or("unknown"),
             "target version changed; every SWF is reconciled again"
         );
-        metrics.set_target(version.as_deref(), None);
         *current = version;
         true
     });

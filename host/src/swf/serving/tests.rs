@@ -4,9 +4,11 @@ fn facts(reported: &str, multi_user: Option<bool>) -> LoopFacts {
     LoopFacts {
         reported: Some(reported.to_owned()),
         target: Some(reported.to_owned()),
-        mode: multi_user.map(|multi_user| Mode {
-            multi_user,
-            source: "MULTIUSER from ConfigMap pipeline-api-server-config".into(),
+        mode: multi_user.map(|multi_user| {
+            Ok(Mode {
+                multi_user,
+                source: "MULTIUSER from ConfigMap pipeline-api-server-config".into(),
+            })
         }),
         ..LoopFacts::default()
     }
@@ -51,10 +53,10 @@ fn the_writer_annotation_corroborates_whatever_the_version_says() {
         "{owned:?}"
     );
     // Single-user pods never carry it; if one did, single-user mode still owns nothing.
-    facts.mode = Some(Mode {
+    facts.mode = Some(Ok(Mode {
         multi_user: false,
         source: "--kfp-multi-user".into(),
-    });
+    }));
     assert_eq!(serving(&facts).owner(), "pipewarden");
 }
 
@@ -125,4 +127,106 @@ fn versions_and_booleans_read_as_kfp_reads_them() {
 fn the_api_owned_threshold_is_the_ledgers() {
     let ledger = kfp_core::kfp_compiler::release::ledger::api_owned_since();
     assert_eq!(release_of(ledger), Some(API_OWNED_SINCE), "{ledger}");
+}
+
+#[test]
+fn an_unknown_mode_holds_the_loop_only_where_it_would_decide_ownership() {
+    let unknown = |version: &str| LoopFacts {
+        mode: Some(Err("MULTIUSER is set from Secret s".into())),
+        ..facts(version, None)
+    };
+    let held = serving(&unknown("2.18.1"));
+    assert!(
+        matches!(&held, Serving::Held { hold: Hold::SettingsUncertain, why } if why.contains("Secret s")),
+        "{held:?}"
+    );
+    assert!(serving(&unknown("2.17.1")).writes());
+}
+
+#[test]
+fn the_flag_then_healthz_then_the_environment_say_the_mode() {
+    let install = InstallFacts {
+        env_mode: Some(Ok(Mode {
+            multi_user: true,
+            source: "MULTIUSER=true".into(),
+        })),
+        healthz_multi_user: Some(false),
+        ..InstallFacts::default()
+    };
+    let source = |flag| install.mode(flag).unwrap().unwrap().source;
+    assert_eq!(source(Some(true)), "--kfp-multi-user");
+    assert_eq!(source(None), "multi_user of the KFP API's healthz");
+    let env_only = InstallFacts {
+        healthz_multi_user: None,
+        ..install.clone()
+    };
+    assert_eq!(
+        env_only.mode(None).unwrap().unwrap().source,
+        "MULTIUSER=true"
+    );
+    assert_eq!(InstallFacts::default().mode(None), None);
+}
+
+#[test]
+fn probe_answers_are_read_and_anything_else_says_nothing() {
+    let skip = |text: &str| Ok(RebuildDecision::Skip(text.to_owned()));
+    assert_eq!(
+        read_probe(&skip(
+            "target-served: same-compiler; KFP 2.17.1 runs 2.17.0's compiler"
+        )),
+        Probe::Served {
+            proof: "same-compiler".into(),
+            note: "KFP 2.17.1 runs 2.17.0's compiler".into()
+        }
+    );
+    assert_eq!(
+        read_probe(&skip("unsupported-target: KFP 3.0.0 is not served")),
+        Probe::NotServed("KFP 3.0.0 is not served".into())
+    );
+    for other in [
+        skip("Reference-only SWF."),
+        Ok(RebuildDecision::Rebuild("Rebuild policy is always.".into())),
+        Err(PolicyError::BadOutput {
+            export: crate::engine::Export::ShouldRebuild,
+            reason: "x".into(),
+        }),
+    ] {
+        assert_eq!(read_probe(&other), Probe::Unknown);
+    }
+    assert!(
+        probe_input(RebuildPolicy::Always, None, "{}")
+            .swf
+            .contains("pipewarden.io/target-probe")
+    );
+}
+
+#[test]
+fn on_an_api_owned_install_generic_swfs_are_upstream_owned_and_inline_ones_not_adopted() {
+    let owned = Serving::KfpApiOwns {
+        evidence: "KFP 2.18.1 in multi-user mode".into(),
+    };
+    let label = |json: &str| outcome_without_policy(&owned, json).unwrap().label();
+    assert_eq!(
+        label(r#"{"spec":{"workflow":{"parameters":[]}}}"#),
+        "upstream-owned"
+    );
+    assert_eq!(label(r#"{"spec":{}}"#), "upstream-owned");
+    assert_eq!(
+        label(r#"{"spec":{"workflow":{"spec":"{\"kind\":\"Workflow\"}"}}}"#),
+        "not-adopted"
+    );
+    assert_eq!(
+        label(r#"{"spec":{"workflow":{"spec":"not json at all"}}}"#),
+        "not-adopted"
+    );
+    assert_eq!(label(r#"{"spec":"corrupted"}"#), "upstream-owned");
+    let held = Serving::Held {
+        hold: Hold::TargetNotServed,
+        why: "KFP 3.0.0 is not served".into(),
+    };
+    assert_eq!(
+        outcome_without_policy(&held, "{}").unwrap().label(),
+        "unsupported-target"
+    );
+    assert!(outcome_without_policy(&Serving::Writes { proof: None }, "{}").is_none());
 }

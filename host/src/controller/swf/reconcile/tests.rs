@@ -16,6 +16,7 @@ use crate::controller::policy_handle::{LoadedPolicy, PolicyHandle};
 use crate::controller::swf::SwfLoop;
 use crate::controller::swf::packed::{PackedSwf, WatchedSwf};
 use crate::engine::RebuildPolicy;
+use crate::swf::serving::{Hold, Serving};
 use crate::testing::fake_api::{FakeApi, status};
 use crate::testing::{data, default_policy, default_settings};
 
@@ -34,6 +35,25 @@ impl Harness {
     }
 
     fn with_budget(rebuild_policy: RebuildPolicy, may_write: bool, writes: usize) -> Harness {
+        Harness::with(
+            rebuild_policy,
+            may_write,
+            writes,
+            Serving::Writes { proof: None },
+        )
+    }
+
+    /// A loop whose standing on the install is `standing`.
+    fn standing(standing: Serving) -> Harness {
+        Harness::with(RebuildPolicy::Always, true, 6, standing)
+    }
+
+    fn with(
+        rebuild_policy: RebuildPolicy,
+        may_write: bool,
+        writes: usize,
+        standing: Serving,
+    ) -> Harness {
         let api = FakeApi::new();
         let metrics = Arc::new(Metrics::new());
         let settings = default_settings();
@@ -51,7 +71,9 @@ impl Harness {
             may_write,
         );
         let (_target, target) = watch::channel(Some("2.17.0".to_owned()));
-        let (swf_loop, _events) = SwfLoop::new(&ctx, rebuild_policy, target, RESYNC, writes);
+        let (_serving, serving) = watch::channel(standing);
+        let (swf_loop, _events) =
+            SwfLoop::new(&ctx, rebuild_policy, target, serving, RESYNC, writes);
         Harness {
             api,
             metrics,
@@ -269,4 +291,45 @@ async fn a_fight_with_another_writer_ends_after_the_write_budget_with_one_warnin
         ["WriteLoop"],
         "one Warning, not one per pass"
     );
+}
+
+/// On an install whose schedules KFP's API server owns, the reconcile writes nothing: an SWF
+/// that still embeds a workflow is reported not adopted (one Warning), a generic one counted.
+#[tokio::test]
+async fn an_api_owned_install_is_never_written_and_an_inline_swf_is_reported_not_adopted() {
+    let h = Harness::standing(Serving::KfpApiOwns {
+        evidence: "KFP 2.18.1 in multi-user mode".into(),
+    });
+    h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
+    let mut generic = live("swf/kfp-2.3.yaml", "7");
+    generic["spec"]["workflow"]
+        .as_object_mut()
+        .unwrap()
+        .remove("spec");
+    h.reconcile(&generic).await.unwrap();
+    h.api.assert_done();
+    assert!(
+        h.api.received().iter().all(|r| r.method != Method::PATCH),
+        "nothing written"
+    );
+    assert_eq!(h.event_reasons(), ["NotAdopted"]);
+    assert_eq!(
+        (h.decisions("not-adopted"), h.decisions("upstream-owned")),
+        (1, 1)
+    );
+    assert_eq!(h.writes("ok"), 0);
+}
+
+/// A held loop (a target not served) asks the API server nothing and says nothing per SWF:
+/// the loop's standing is said once for all.
+#[tokio::test]
+async fn a_held_loop_writes_nothing_and_publishes_no_event_per_swf() {
+    let h = Harness::standing(Serving::Held {
+        hold: Hold::TargetNotServed,
+        why: "KFP 3.0.0 is not a release this policy compiles for".into(),
+    });
+    h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
+    h.api.assert_done();
+    assert!(h.api.received().is_empty(), "{:?}", h.api.received().len());
+    assert_eq!(h.decisions("unsupported-target"), 1);
 }
