@@ -176,7 +176,7 @@ pub fn mode_of(env: &ResolvedEnv) -> Result<Mode, String> {
         Lookup::Known(value) => match go_bool(value) {
             Some(multi_user) => Ok(Mode {
                 multi_user,
-                source: from(format!("={value} from {}", env.origin_of("MULTIUSER"))),
+                source: format!("MULTIUSER={value} from {}", env.origin_of("MULTIUSER")),
             }),
             None => Err(format!(
                 "MULTIUSER={value:?} ({}) is not a boolean KFP reads; its API server stops on it",

@@ -334,7 +334,10 @@ async fn the_kubeflow_overlay_reads_the_api_servers_environment_and_nothing_else
     let config_maps: Api<ConfigMap> = Api::namespaced(account.clone(), &namespace);
     let secrets: Api<Secret> = Api::namespaced(account.clone(), &namespace);
     ensure!(forbidden(deployments.get("other").await.map(drop)));
-    ensure!(config_maps.get("other").await.is_ok(), "ConfigMaps by any name");
+    ensure!(
+        config_maps.get("other").await.is_ok(),
+        "ConfigMaps by any name"
+    );
     ensure!(forbidden(secrets.get("mysql-secret").await.map(drop)));
     ensure!(forbidden(
         deployments.list(&Default::default()).await.map(drop)

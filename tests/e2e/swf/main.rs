@@ -5,6 +5,7 @@
 
 mod busy_node;
 mod conflicts;
+mod install;
 mod kfp_tls;
 mod order;
 mod policies;

@@ -160,8 +160,9 @@ async fn the_target_is_polled_from_the_kfp_apiserver_and_a_bump_decides_every_sw
     running.wait_for_own_writes_seen(6).await?;
     let versions = resource_versions(&client, &namespaces).await?;
 
-    // A patch release no compiler here is proven for: every SWF decided again, none written.
-    kfp.set_tag("2.17.1");
+    // A patch release whose evidence is incomplete (the ledger's 2.17.2): every SWF decided
+    // again, none written.
+    kfp.set_tag("2.17.2");
     running.wait_for_decisions("unsupported-target", 6).await?;
     ensure!(
         running.decisions("rebuild") == 6,

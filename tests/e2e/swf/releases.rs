@@ -1,5 +1,5 @@
 //! Every supported KFP release on the local control plane: SWFs as KFP 2.14.4 wrote them
-//! follow the target through 2.15.0, 2.16.1, 2.17.0 and back to 2.16.1, each step written once
+//! follow the target through 2.15.0, 2.16.1, 2.17.0, 2.17.1 and back to 2.16.1, each step written once
 //! and equal to that release's own compile of the same IR (`tests/data/upstream/kfp-<release>`,
 //! KFP's compiler built from source at the tag); a target no release matches writes nothing;
 //! and with `--settings-from` the render follows the API server's Deployment.
@@ -33,8 +33,17 @@ fn data_set(release: &str) -> String {
     }
 }
 
-/// The release's own compile of `case` (install settings).
+/// The release's own compile of `case` (install settings). 2.17.1 inherits 2.17.0's compiler
+/// (the release ledger: its patch changes nothing a compile reads): its compile is 2.17.0's
+/// with its own driver and launcher images, the one difference written here.
 fn compiled(release: &str, case: &str) -> Result<Value> {
+    if release == "2.17.1" {
+        let text = compiled("2.17.0", case)?
+            .to_string()
+            .replace("kfp-driver:2.17.0\"", "kfp-driver:2.17.1\"")
+            .replace("kfp-launcher:2.17.0\"", "kfp-launcher:2.17.1\"");
+        return Ok(serde_json::from_str(&text)?);
+    }
     let path = repo_path(&format!(
         "tests/data/upstream/{}/compiled/{case}.json",
         data_set(release)
@@ -48,7 +57,7 @@ fn compiled(release: &str, case: &str) -> Result<Value> {
 /// the compile's), `sidecar.istio.io/inject: "false"` on each template without one.
 fn wrapped(mut compile: Value, release: &str, namespace: &str, job_account: &str) -> Value {
     compile["metadata"]["namespace"] = json!(namespace);
-    if release == "2.17.0" {
+    if release.starts_with("2.17.") {
         compile["spec"]["serviceAccountName"] = json!(job_account);
     }
     for template in compile["spec"]["templates"]
@@ -100,7 +109,7 @@ async fn swfs_kfp_2_14_4_wrote_follow_upgrades_and_a_downgrade_each_equal_to_tha
     let namespace = control_plane.ns().await?;
     seed_as_2_14_4_wrote(&client, &namespace).await?;
     let mut table = Vec::new();
-    for target in ["2.15.0", "2.16.1", "2.17.0", "2.16.1"] {
+    for target in ["2.15.0", "2.16.1", "2.17.0", "2.17.1", "2.16.1"] {
         let running = controller(&namespace, target).start(control_plane).await?;
         running
             .wait_for_decisions("rebuild", CASES.len() as u64)
@@ -152,7 +161,7 @@ async fn swfs_kfp_2_14_4_wrote_follow_upgrades_and_a_downgrade_each_equal_to_tha
 }
 
 #[tokio::test]
-async fn a_target_no_release_matches_writes_nothing_and_says_so_once_per_swf() -> Result<()> {
+async fn a_target_no_release_matches_writes_nothing_and_says_so_once() -> Result<()> {
     let control_plane = shared().await?;
     let client = control_plane.client()?;
     let namespace = control_plane.ns().await?;
@@ -160,6 +169,8 @@ async fn a_target_no_release_matches_writes_nothing_and_says_so_once_per_swf() -
     let before = resource_versions(&client, std::slice::from_ref(&namespace)).await?;
     let running = controller(&namespace, "2.18.0")
         .set("--rebuild-policy", "always")
+        .set("--identity", "pipewarden-0")
+        .set("--lease-namespace", &namespace)
         .start(control_plane)
         .await?;
     running.wait_ready().await?;
@@ -167,25 +178,37 @@ async fn a_target_no_release_matches_writes_nothing_and_says_so_once_per_swf() -
         .wait_for_decisions("unsupported-target", seeded.len() as u64)
         .await?;
     ensure!(running.requests.swf_writes().is_empty() && running.writes_total() == 0);
-    let unsupported = TargetLabels {
-        version: "2.18.0".into(),
-        supported: "false".into(),
-    };
-    let info = running
-        .handle
-        .metrics()
-        .target_info
-        .get_or_create(&unsupported)
-        .get();
+    let shown = running.handle.metrics().target();
     ensure!(
-        info == 1,
-        "pipewarden_target_info{{2.18.0, false}} = {info}"
+        shown
+            == TargetLabels {
+                version: "2.18.0".into(),
+                supported: "false".into(),
+                proof: "none".into(),
+                owner: "pipewarden".into(),
+                reason: "target-not-served".into(),
+            },
+        "pipewarden_target_info: {shown:?}"
+    );
+    // One report for the loop, on the controller's pod; none per SWF.
+    let note = event_note(&client, &namespace, "pipewarden-0", "SwfLoopHeld").await?;
+    ensure!(
+        note.contains("2.18.0") && note.contains("no output of KFP 2.18"),
+        "{note}"
     );
     for swf in &seeded {
-        let note = event_note(&client, &namespace, &swf.name_any(), "UnsupportedTarget").await?;
-        ensure!(note.contains("2.18.0"), "{note}");
+        let events = events_about(&client, &namespace, &swf.name_any()).await?;
+        ensure!(events.is_empty(), "{}: {events:?}", swf.name_any());
     }
+    let pod_events = events_about(&client, &namespace, "pipewarden-0").await?;
+    ensure!(pod_events.len() == 1, "{pod_events:?}");
     ensure!(running.handle.ctx.readiness.waiting().is_empty(), "ready");
+    ensure!(
+        running.handle.ctx.readiness.degraded()
+            == ["swf: writes nothing: target-not-served (see the log and Events)"],
+        "{:?}",
+        running.handle.ctx.readiness.degraded()
+    );
     running.stop().await;
     ensure!(resource_versions(&client, std::slice::from_ref(&namespace)).await? == before);
     Ok(())

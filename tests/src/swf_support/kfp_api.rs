@@ -14,14 +14,14 @@ use serde_json::json;
 pub struct KfpApi {
     /// Base URL, as `--kfp-api-url` takes it.
     pub url: String,
-    tag: Arc<Mutex<String>>,
+    tag: Arc<Mutex<Answer>>,
     server: tokio::task::JoinHandle<()>,
 }
 
 impl KfpApi {
     /// Serves `GET /apis/v2beta1/healthz` on a free loopback port, reporting `tag`.
     pub async fn serve(tag: &str) -> Result<Self> {
-        let tag = Arc::new(Mutex::new(tag.to_owned()));
+        let tag = Arc::new(Mutex::new(Answer::new(tag)));
         let app = Router::new()
             .route("/apis/v2beta1/healthz", get(healthz))
             .with_state(tag.clone());
@@ -37,7 +37,7 @@ impl KfpApi {
     /// returns the CA certificate (PEM), as the `ca.crt` of the certificate's Secret.
     pub async fn serve_tls(tag: &str) -> Result<(Self, String)> {
         let (server_config, ca_pem) = tls_server_config()?;
-        let tag = Arc::new(Mutex::new(tag.to_owned()));
+        let tag = Arc::new(Mutex::new(Answer::new(tag)));
         let app = Router::new()
             .route("/apis/v2beta1/healthz", get(healthz))
             .with_state(tag.clone());
@@ -55,7 +55,27 @@ impl KfpApi {
 
     /// What the endpoint reports from now on, as after an upgrade of KFP.
     pub fn set_tag(&self, tag: &str) {
-        *self.tag.lock().expect("tag") = tag.to_owned();
+        self.tag.lock().expect("tag").tag = tag.to_owned();
+    }
+
+    /// Whether the endpoint reports multi-user mode (`multi_user`; true unless set).
+    pub fn set_multi_user(&self, multi_user: bool) {
+        self.tag.lock().expect("tag").multi_user = multi_user;
+    }
+}
+
+/// What the endpoint answers.
+struct Answer {
+    tag: String,
+    multi_user: bool,
+}
+
+impl Answer {
+    fn new(tag: &str) -> Self {
+        Answer {
+            tag: tag.to_owned(),
+            multi_user: true,
+        }
     }
 }
 
@@ -66,12 +86,15 @@ impl Drop for KfpApi {
 }
 
 /// The answer's shape as KFP 2.x gives it.
-async fn healthz(State(tag): State<Arc<Mutex<String>>>) -> impl IntoResponse {
-    let tag = tag.lock().expect("tag").clone();
+async fn healthz(State(answer): State<Arc<Mutex<Answer>>>) -> impl IntoResponse {
+    let (tag, multi_user) = {
+        let answer = answer.lock().expect("tag");
+        (answer.tag.clone(), answer.multi_user)
+    };
     let body = json!({
         "commit_sha": "0123456789abcdef",
         "tag_name": tag,
-        "multi_user": true,
+        "multi_user": multi_user,
         "pipeline_store": "database"
     });
     ([(CONTENT_TYPE, "application/json")], body.to_string())

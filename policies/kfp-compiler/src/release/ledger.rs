@@ -290,6 +290,10 @@ pub fn api_owned_since() -> &'static str {
 }
 
 #[cfg(test)]
+#[path = "ledger_docs.rs"]
+mod docs;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

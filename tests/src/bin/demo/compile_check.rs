@@ -3,6 +3,7 @@
 //! release's own compiler output) with the demo's settings, wrapped as that release's API
 //! server wraps a compile.
 
+use kfp_compiler::release::ledger::Entry;
 use kfp_compiler::{CompileOptions, Release, compile_job, recover_ir};
 use kube::ResourceExt as _;
 use kube::api::DynamicObject;
@@ -11,6 +12,9 @@ use serde_json::{Value, json};
 /// The STATE text for an SWF's embedded workflow, compared with the target release's compile.
 pub fn versus_target(swf: &DynamicObject, workflow: &Value) -> String {
     let target = crate::target();
+    if crate::api_owned() {
+        return format!("not adopted: KFP {target}'s API owns schedules, this one does not fire");
+    }
     match target_compile(swf, workflow) {
         Ok(expected) if &expected == workflow => format!("equal to KFP {target} compile"),
         Ok(_) => format!("differs from KFP {target} compile"),
@@ -20,17 +24,19 @@ pub fn versus_target(swf: &DynamicObject, workflow: &Value) -> String {
 
 fn target_compile(swf: &DynamicObject, workflow: &Value) -> Result<Value, String> {
     let target = crate::target();
-    // 2.14.0 and 2.14.3 run 2.14.4's compiler (`kfp_core::target`).
-    let release = match target {
-        "2.14.0" | "2.14.3" => Release::V2_14_4,
-        other => Release::parse(other).ok_or_else(|| format!("no compiler for KFP {other}"))?,
-    };
+    // As the release ledger says: a patch release may run an earlier release's compiler.
+    let entry = Entry::find(target);
+    let release = entry
+        .and_then(Entry::release)
+        .ok_or_else(|| format!("no compiler for KFP {target}"))?;
     let ir = recover_ir(workflow).map_err(|_| "no KFP v2 pipeline to compile".to_owned())?;
     let settings = std::fs::read_to_string(crate::run::settings_file())
         .map_err(|e| format!("settings: {e}"))?;
     let mut settings: Value = serde_json::from_str(&settings).map_err(|e| e.to_string())?;
     if settings.as_object().is_some_and(|s| s.is_empty()) {
-        settings = release.install_settings();
+        settings = entry
+            .and_then(Entry::install_settings)
+            .unwrap_or_else(|| release.install_settings());
     }
     let options =
         CompileOptions::from_settings_for(release, &settings).map_err(|e| e.to_string())?;

@@ -29,13 +29,24 @@ pub async fn start(client: Client) -> Result<Running> {
         #[command(flatten)]
         run: RunArgs,
     }
-    let argv = [
+    let mut argv = vec![
         "pipewarden".to_string(),
         format!("--policy={}", locate_policy("kfp-default")?.display()),
-        format!("--settings={}", settings_file().display()),
         format!("--target-version={}", crate::target()),
         "--http-addr=127.0.0.1:0".into(),
+        // Events about the controller go to its pod, as POD_NAME and POD_NAMESPACE say.
+        "--identity=pipewarden-demo".into(),
+        "--lease-namespace=kubeflow".into(),
     ];
+    if crate::api_owned() {
+        // As the shipped installs run it: the API server's own environment.
+        argv.push(format!(
+            "--settings-from=deployment/{}",
+            crate::seed::API_SERVER
+        ));
+    } else {
+        argv.push(format!("--settings={}", settings_file().display()));
+    }
     let args = Cli::try_parse_from(argv)?.run;
     let (inject, events) = mpsc::channel(16);
     let hooks = Hooks {
@@ -87,16 +98,15 @@ pub fn settings_file() -> std::path::PathBuf {
     }
 }
 
-/// Whether the policy compiles for the target, as `pipewarden_target_info` says.
-pub fn target_support(handle: &ControllerHandle) -> &'static str {
-    let metrics = handle.metrics().encode();
-    let line = metrics
-        .lines()
-        .find(|line| line.starts_with("pipewarden_target_info{") && line.ends_with(" 1"));
-    match line {
-        Some(line) if line.contains(r#"supported="true""#) => "supported: compiled exactly",
-        Some(line) if line.contains(r#"supported="false""#) => "unsupported: nothing written",
-        _ => "support unknown",
+/// Whether the policy compiles for the target and who writes SWFs, as
+/// `pipewarden_target_info` says.
+pub fn target_support(handle: &ControllerHandle) -> String {
+    let shown = handle.metrics().target();
+    match (shown.owner.as_str(), shown.supported.as_str()) {
+        ("kfp-api", _) => "multi-user: KFP's API owns every schedule, nothing written".into(),
+        (_, "true") => format!("supported: {}", shown.proof),
+        (_, "false") => "unsupported: nothing written".into(),
+        _ => "support unknown".into(),
     }
 }
 

@@ -21,6 +21,48 @@ const MORE_FIXTURES: [&str; 3] = [
     "swf/kfp-2.3-corrupted.yaml",
 ];
 
+/// KFP's API server, `namespace/name`, as `--settings-from` names it.
+pub const API_SERVER: &str = "kubeflow/ml-pipeline";
+
+/// KFP's API server as its multi-user manifests install it, with the target's images:
+/// `MULTIUSER=true` from the generated `envFrom` ConfigMap.
+fn multi_user_api_server(version: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: pipeline-api-server-config-dk58g2h7b4
+  namespace: kubeflow
+data:
+  MULTIUSER: "true"
+  DEFAULTPIPELINERUNNERSERVICEACCOUNT: default-editor
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ml-pipeline
+  namespace: kubeflow
+spec:
+  selector:
+    matchLabels: {{app: ml-pipeline}}
+  template:
+    metadata:
+      labels: {{app: ml-pipeline}}
+    spec:
+      containers:
+        - name: ml-pipeline-api-server
+          image: ghcr.io/kubeflow/kfp-api-server:{version}
+          envFrom:
+            - configMapRef: {{name: pipeline-api-server-config-dk58g2h7b4}}
+          env:
+            - {{name: V2_DRIVER_IMAGE, value: "ghcr.io/kubeflow/kfp-driver:{version}"}}
+            - {{name: V2_LAUNCHER_IMAGE, value: "ghcr.io/kubeflow/kfp-launcher:{version}"}}
+            - name: POD_NAMESPACE
+              valueFrom: {{fieldRef: {{fieldPath: metadata.namespace}}}}
+"#
+    )
+}
+
 pub struct Seeded {
     objects: Vec<DynamicObject>,
     kfp_2_3_fixture: bool,
@@ -74,6 +116,9 @@ pub async fn seed(client: &Client) -> Result<Seeded> {
         );
     }
 
+    if crate::api_owned() {
+        documents.push(multi_user_api_server(crate::target()));
+    }
     let mut objects = Vec::new();
     for yaml in &documents {
         create_namespaces_of(client, yaml).await?;

@@ -27,10 +27,14 @@ pub async fn inventory(client: &Client) -> Result<Vec<Row>> {
             .annotations()
             .get("pipelines.kubeflow.org/version")
             .map(|version| format!("stamped {version}, "));
-        let state = embedded.as_ref().map(|workflow| {
-            let versus = crate::compile_check::versus_target(&swf, workflow);
-            format!("{}{versus}", stamp.unwrap_or_default())
-        });
+        let state = match embedded.as_ref() {
+            Some(workflow) => {
+                let versus = crate::compile_check::versus_target(&swf, workflow);
+                Some(format!("{}{versus}", stamp.unwrap_or_default()))
+            }
+            None if crate::api_owned() => Some("KFP's API owns it".to_owned()),
+            None => None,
+        };
         rows.push(row(&swf, "ScheduledWorkflow", driver, state));
     }
     let workflows: Api<DynamicObject> = Api::all_with(client.clone(), &workflow_resource());
