@@ -80,19 +80,15 @@ fn is_running(pod: &Pod) -> bool {
         && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
 }
 
-fn env_of(
-    pod: &Pod,
-) -> Option<(
-    &Option<Vec<k8s_openapi::api::core::v1::EnvFromSource>>,
-    &Option<Vec<k8s_openapi::api::core::v1::EnvVar>>,
-)> {
+/// The API server container's `envFrom` and `env`, as one comparable value.
+fn env_of(pod: &Pod) -> Option<serde_json::Value> {
     let spec = pod.spec.as_ref()?;
     let container = spec
         .containers
         .iter()
         .find(|c| c.name == API_SERVER_CONTAINER)
         .or_else(|| spec.containers.first())?;
-    Some((&container.env_from, &container.env))
+    Some(serde_json::json!([container.env_from, container.env]))
 }
 
 /// When the pod's API server container started (else the pod).

@@ -326,10 +326,7 @@ const NOT_ADOPTED: &str = "KFP's API server owns every recurring run on this ins
 /// `2.18.1-acme.3`); None when it does not start with one.
 pub fn release_of(version: &str) -> Option<(u64, u64, u64)> {
     let version = version.trim().trim_start_matches('v');
-    let core = version
-        .split(|c: char| c == '-' || c == '+')
-        .next()
-        .unwrap_or_default();
+    let core = version.split(['-', '+']).next().unwrap_or_default();
     let mut parts = core.split('.').map(|part| part.parse::<u64>().ok());
     match (parts.next(), parts.next(), parts.next(), parts.next()) {
         (Some(Some(major)), Some(Some(minor)), Some(Some(patch)), None) => {
