@@ -190,6 +190,10 @@ pub async fn start_with(
         None => (file_settings, None),
     };
     let reload_inputs = policy_reload::Inputs::new(args.policy.clone(), source.clone());
+    let reload_inputs = match args.policy_reload_seconds {
+        0 => reload_inputs.settings_only(),
+        _ => reload_inputs,
+    };
     // Taken before the load, so files changed while it runs are reloaded, not missed.
     let loaded_from = reload_inputs.fingerprint(&settings.text);
     let (loaded, refused) =

@@ -28,17 +28,34 @@ pub const INSTALL_CHECK: Duration = Duration::from_secs(10);
 pub struct Inputs {
     policy: PolicyArgs,
     settings: SettingsSource,
+    /// Whether a changed policy file (or its pins) is reloaded: with `--policy-reload-seconds
+    /// 0` only the API server's environment is followed.
+    follow_policy: bool,
 }
 
 impl Inputs {
     pub fn new(policy: PolicyArgs, settings: SettingsSource) -> Self {
-        Inputs { policy, settings }
+        Inputs {
+            policy,
+            settings,
+            follow_policy: true,
+        }
+    }
+
+    /// Changes of the policy file and its pins are not followed, only of the settings.
+    pub fn settings_only(mut self) -> Self {
+        self.follow_policy = false;
+        self
     }
 
     /// A digest of the policy, the settings as read (`settings`) and the pin files together;
     /// None while one is unreadable.
     pub fn fingerprint(&self, settings: &str) -> Option<[u8; 32]> {
         let mut hasher = Sha256::new();
+        if !self.follow_policy {
+            hasher.update(settings);
+            return Some(hasher.finalize().into());
+        }
         hasher.update(self.policy.source_fingerprint()?);
         hasher.update([0]);
         hasher.update(settings);
@@ -265,6 +282,40 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_policy_reloads_only_the_settings_are_followed() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            policy: PolicyArgs,
+        }
+        use clap::Parser as _;
+        let dir = std::env::temp_dir().join(format!("pipewarden-reload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("policy.wasm");
+        std::fs::write(&file, b"one").unwrap();
+        let args = Cli::try_parse_from(["x", "--policy", file.to_str().unwrap()])
+            .unwrap()
+            .policy;
+        let source = SettingsSource {
+            file: None,
+            live: None,
+            pin: SettingsPin::None,
+        };
+        let all = Inputs::new(args.clone(), source.clone());
+        let settings_only = Inputs::new(args, source).settings_only();
+        let (all_before, only_before) = (all.fingerprint("{}"), settings_only.fingerprint("{}"));
+        std::fs::write(&file, b"two").unwrap();
+        assert_ne!(
+            all.fingerprint("{}"),
+            all_before,
+            "a changed policy file is followed"
+        );
+        assert_eq!(settings_only.fingerprint("{}"), only_before, "not followed");
+        assert_ne!(settings_only.fingerprint(r#"{"a":1}"#), only_before);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 
     #[test]
     fn a_failed_reload_is_tried_again_with_backoff_until_it_loads() {
