@@ -173,6 +173,7 @@ pub async fn start_with(
     let metrics = Arc::new(Metrics::new());
     report_mode(&args, &metrics);
     metrics.info.set_shard(shard.index, shard.count);
+    metrics.completions.set_shard(shard);
     let source = SettingsSource {
         file: args.settings.clone(),
         live: args.settings_from.clone().map(|at| (client.clone(), at)),

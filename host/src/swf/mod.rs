@@ -4,6 +4,7 @@
 pub mod api_server_env;
 pub mod decide;
 pub mod diff;
+pub mod fleet;
 pub mod healthz;
 pub mod install;
 pub mod last_good;

@@ -192,8 +192,14 @@ fn translate(
         Ok(watcher::Event::Apply(object)) => (EventKind::Modified, object),
         Ok(watcher::Event::InitApply(object)) => (EventKind::Relisted, object),
         Ok(watcher::Event::Delete(object)) => (EventKind::Deleted, object),
-        Ok(watcher::Event::Init) => return None,
-        Ok(watcher::Event::InitDone) => return Some(Input::Listed(index)),
+        Ok(watcher::Event::Init) => {
+            metrics.completions.listing(index);
+            return None;
+        }
+        Ok(watcher::Event::InitDone) => {
+            metrics.completions.relisted(index);
+            return Some(Input::Listed(index));
+        }
         // Logged and told to readiness by the watch itself (`watch_health`).
         Err(_) => return None,
     };
@@ -205,6 +211,7 @@ fn translate(
         }
     };
     let seen = read_or_count(workflow, metrics)?;
+    metrics.completions.saw(index, kind, &seen);
     Some(Input::Event(Box::new(Work::Event {
         kind,
         seen,

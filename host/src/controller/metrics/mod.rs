@@ -1,5 +1,7 @@
 //! Prometheus metrics. Every failure path counts itself under a stable label.
 
+pub mod completions;
+pub mod fleet;
 pub mod info;
 pub mod scale;
 
@@ -116,16 +118,26 @@ pub struct Metrics {
     target_shown: std::sync::Mutex<TargetLabels>,
     /// build_info, policy_info, mode_info, shard_info.
     pub info: info::InfoMetrics,
+    /// `pipewarden_swfs{state}`: each SWF by the state its last decision left it in.
+    pub swfs: fleet::SwfFleet,
+    /// `pipewarden_exit_completions{state}`: completed workflows by their notification's state.
+    pub completions: completions::CompletionFleet,
 }
 
 impl Metrics {
     pub fn new() -> Self {
-        let metrics = Self::unset();
+        Self::with_swf_namespaces(false)
+    }
+
+    /// With `by_namespace`, `pipewarden_swfs` carries `swf_namespace` too (one series per
+    /// namespace and state: as many as there are namespaces with SWFs).
+    pub fn with_swf_namespaces(by_namespace: bool) -> Self {
+        let metrics = Self::unset(by_namespace);
         metrics.start_at_zero();
         metrics
     }
 
-    fn unset() -> Self {
+    fn unset(swfs_by_namespace: bool) -> Self {
         let mut registry = Registry::with_prefix("pipewarden");
         let swf_decisions = Family::<OutcomeLabel, Counter>::default();
         let swf_writes = Family::<OutcomeLabel, Counter>::default();
@@ -242,6 +254,8 @@ impl Metrics {
             swf_events_held_back.clone(),
         );
         let scale = scale::ScaleMetrics::register(&mut registry);
+        let swfs = fleet::SwfFleet::register(&mut registry, swfs_by_namespace);
+        let completions = completions::CompletionFleet::register(&mut registry);
         let info = info::InfoMetrics::register(&mut registry);
         let watch_last_success = Family::<WatchLabel, Gauge>::default();
         registry.register(
@@ -296,6 +310,8 @@ impl Metrics {
             target_info,
             target_shown: Default::default(),
             info,
+            swfs,
+            completions,
         }
     }
 

@@ -208,10 +208,16 @@ async fn run(
         let reader = writer.as_reader();
         // Packed before the store: it holds keys and compressed objects (see `packed`).
         let shard = ctx.shard;
+        let (metrics, scope, store) = (
+            ctx.metrics.clone(),
+            api.namespace().map(str::to_owned),
+            reader.clone(),
+        );
         let changed = watched(api, watcher::Config::default(), reporter)
             .try_filter(move |event| std::future::ready(in_shard(event, shard)))
             .map_ok(packed::pack_event)
             .reflect(writer)
+            .inspect_ok(move |event| follow_fleet(&metrics, scope.as_deref(), &store, event))
             .applied_objects();
         let controller = Controller::for_stream_with(changed, reader, swf_loop.resource.clone())
             .with_config(Config::default().concurrency(ctx.concurrency.min(512) as u16))
@@ -258,6 +264,27 @@ async fn run(
         futures::future::join_all(controllers)
     );
     Ok(())
+}
+
+/// Keeps `pipewarden_swfs` to the SWFs that exist: a deletion forgets one, and a list (after a
+/// failed watch) forgets those deleted meanwhile, once the store holds the new list.
+fn follow_fleet(
+    metrics: &crate::controller::metrics::Metrics,
+    scope: Option<&str>,
+    store: &reflector::Store<packed::PackedSwf>,
+    event: &watcher::Event<packed::PackedSwf>,
+) {
+    match event {
+        watcher::Event::Delete(swf) => metrics.swfs.forget(
+            swf.metadata.namespace.as_deref().unwrap_or_default(),
+            swf.metadata.name.as_deref().unwrap_or_default(),
+        ),
+        watcher::Event::InitDone => metrics.swfs.prune(scope, |namespace, name| {
+            let object = reflector::ObjectRef::new_with(name, swf_resource()).within(namespace);
+            store.get(&object).is_some()
+        }),
+        _ => {}
+    }
 }
 
 /// Whether an event is about an SWF of this shard (list markers always are).

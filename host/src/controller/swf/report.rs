@@ -9,6 +9,7 @@ use kube::{ResourceExt as _, api::ObjectMeta};
 use super::SwfLoop;
 use crate::controller::api_error::describe;
 use crate::controller::metrics::{Metrics, PolicyErrorLabels, ReasonLabel, TargetLabels};
+use crate::swf::fleet::SwfState;
 use crate::swf::outcome::{Severity, SwfOutcome};
 use crate::swf::serving::Serving;
 
@@ -86,6 +87,13 @@ impl TargetStatus {
 pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, outcome: &SwfOutcome) {
     let metrics = &lp.ctx.metrics;
     Metrics::count(&metrics.swf_decisions, outcome.label());
+    metrics.swfs.record(
+        &swf.namespace().unwrap_or_default(),
+        &swf.name_any(),
+        swf.metadata.uid.as_deref().unwrap_or_default(),
+        SwfState::after(outcome),
+        &fleet_detail(outcome),
+    );
     if let Some((export, kind)) = outcome.policy_error() {
         metrics
             .policy_errors
@@ -135,6 +143,25 @@ pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, outcom
             "cannot publish an Event"
         );
     }
+}
+
+/// What the gauge's facts keep of a finding: the fields a write would change, or why.
+pub fn fleet_detail(outcome: &SwfOutcome) -> String {
+    let paths = changed_paths(outcome);
+    if paths.is_empty() {
+        return outcome.reason();
+    }
+    let shown = paths[..paths.len().min(NOTE_PATHS)].join(", ");
+    let more = paths.len().saturating_sub(NOTE_PATHS);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!(
+        "{} field(s) differ from the render: {shown}{more}",
+        paths.len()
+    )
 }
 
 fn changed_paths(outcome: &SwfOutcome) -> Vec<&str> {
