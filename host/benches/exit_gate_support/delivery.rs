@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use pipewarden::controller::exit_gate::delivery::{Delivery, DeliveryError};
+use pipewarden::controller::exit_gate::delivery::{Delivery, DeliveryError, Fence};
 use pipewarden::controller::exit_gate::{PostError, Webhook};
 use pipewarden::controller::metrics::Metrics;
 use pipewarden::exit::event::WorkflowFacts;
@@ -155,6 +155,10 @@ async fn deliver_all(hanging_percent: usize) -> Run {
     }
 }
 
+/// Leadership that never moves, for the fences.
+static LEADER: std::sync::LazyLock<tokio::sync::watch::Sender<bool>> =
+    std::sync::LazyLock::new(|| tokio::sync::watch::Sender::new(true));
+
 /// The action path's delivery step and retry policy, without the API server.
 async fn deliver_with_retries(delivery: &Delivery, name: &str) -> bool {
     let facts = WorkflowFacts::read(&json!({
@@ -169,7 +173,12 @@ async fn deliver_with_retries(delivery: &Delivery, name: &str) -> bool {
     for attempt in 0..ATTEMPTS {
         let slow = timeouts > 0;
         let timeout = TIMEOUT * 2u32.pow(timeouts.min(2));
-        match delivery.deliver(sent.clone(), slow, timeout).await {
+        // A claim that holds past every attempt, under a leadership that never moves.
+        let fence = Fence::new(
+            Instant::now() + Duration::from_secs(3600),
+            LEADER.subscribe(),
+        );
+        match delivery.deliver(sent.clone(), slow, timeout, fence).await {
             Ok(()) => return true,
             Err(DeliveryError::Post(PostError::Timeout(_))) => timeouts += 1,
             Err(_) => {}

@@ -89,8 +89,29 @@ impl Claim {
         self.holder == claimant.holder && self.epoch == claimant.epoch
     }
 
+    /// Whether it holds at `now` by the clock that wrote it: for a one-shot report (`pipewarden
+    /// plan`), which has seen the claim once. The controller judges by [`Claim::holds_seen`].
     pub fn holds_at(&self, now: Timestamp) -> bool {
         now < self.until
+    }
+
+    /// How long the claim holds after it was written, by its writer's clock: `until - at`
+    /// (both written by the same host, so their difference means what it says).
+    pub fn ttl(&self) -> std::time::Duration {
+        std::time::Duration::try_from(self.until.duration_since(self.at)).unwrap_or_default()
+    }
+
+    /// Whether it still holds, judged as client-go judges a Lease: this replica has seen it
+    /// unchanged for less than its time to live, by its own clock. A claim that says it holds
+    /// longer than `max_ttl` (the configured TTL and a bounded skew) is not a claim: unsigned,
+    /// anyone can write one holding for a year.
+    pub fn holds_seen(
+        &self,
+        unchanged_for: std::time::Duration,
+        max_ttl: std::time::Duration,
+    ) -> bool {
+        let ttl = self.ttl();
+        ttl <= max_ttl && unchanged_for < ttl
     }
 
     /// What the signature covers: the completion and every field but the signature.

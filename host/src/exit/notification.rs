@@ -169,12 +169,33 @@ pub fn plan(seen: &WorkflowFacts, live: &Value, rules: &Rules) -> Plan {
 }
 
 /// [`plan`] on what was read from the live object: its facts and its mark. For a deleted
-/// workflow, the final object its DELETE event carried stands for the live one.
+/// workflow, the final object its DELETE event carried stands for the live one. Another
+/// holder's claim is judged by the time it names ([`Claim::holds_at`]): for a one-shot report.
 pub fn plan_facts(
     seen: &WorkflowFacts,
     current: &WorkflowFacts,
     mark: Option<&Mark>,
     claim: Option<&Claim>,
+    rules: &Rules,
+) -> Plan {
+    plan_judging(
+        seen,
+        current,
+        mark,
+        claim,
+        |claim| claim.holds_at(rules.now),
+        rules,
+    )
+}
+
+/// [`plan_facts`], with whether another holder's (verified) claim still holds decided by
+/// `holds`: the controller judges by how long it has seen the claim unchanged.
+pub fn plan_judging(
+    seen: &WorkflowFacts,
+    current: &WorkflowFacts,
+    mark: Option<&Mark>,
+    claim: Option<&Claim>,
+    holds: impl Fn(&Claim) -> bool,
     rules: &Rules,
 ) -> Plan {
     if current.uid != seen.uid {
@@ -206,7 +227,7 @@ pub fn plan_facts(
             Mark::Pending(_) if rules.key.is_set() && claim.is_none() => unclaimed(current, rules),
             Mark::Pending(_) => match claim {
                 Some(claim) if claim.is_by(rules.claimant) => Plan::Resend,
-                Some(claim) if claim.holds_at(rules.now) => Plan::ClaimedElsewhere {
+                Some(claim) if holds(claim) => Plan::ClaimedElsewhere {
                     holder: claim.holder.clone(),
                     until: claim.until,
                 },

@@ -63,7 +63,8 @@ async fn a_claim_left_pending_is_resent_with_its_key_after_restart() -> Result<(
     let done = set_phase(&api, &running, "Error", Some(&timestamp(0))).await?;
     let key = completion_key(&done)?;
     // A replica claimed this completion and was killed before it marked it sent; its claim
-    // expired since.
+    // expired since, by the clocks. The restarted controller judges it by how long it has seen
+    // it unchanged: it takes it over once it has seen it for its 3 s.
     let expired = expired_claim(&key);
     let claim = Mark::Pending(key.clone())
         .patch(&done.resource_version().unwrap_or_default(), Some(&expired));
@@ -71,7 +72,8 @@ async fn a_claim_left_pending_is_resent_with_its_key_after_restart() -> Result<(
         .await?;
 
     let receiver = Receiver::start().await?;
-    let controller = Controller::start(control_plane, &namespace, &[receiver.flag()]).await?;
+    let flags = [receiver.flag(), "--exit-sweep-interval=1s".into()];
+    let controller = Controller::start(control_plane, &namespace, &flags).await?;
     wait_for_sent(&api, NAME, &key).await?;
     ensure!(
         receiver.request_keys() == vec![key.clone()],
@@ -163,7 +165,7 @@ fn expired_claim(key: &str) -> pipewarden::exit::claim::Claim {
     Claim::new(
         &killed,
         at,
-        std::time::Duration::from_secs(70),
+        std::time::Duration::from_secs(3),
         key,
         &MarkKey::none(),
     )

@@ -13,7 +13,7 @@ use std::time::Instant;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 
-use super::delivery::DeliveryError;
+use super::delivery::{DeliveryError, Fence};
 use super::gate::{Gate, workflows};
 use super::tracker::{Begin, Final};
 use super::webhook::PostError;
@@ -21,7 +21,7 @@ use crate::controller::metrics::Metrics;
 use crate::exit::claim::Claim;
 use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::{
-    Mark, Notification, Plan, event_note, finished_before, notification, plan_facts, reasons,
+    Mark, Notification, Plan, event_note, finished_before, notification, reasons,
 };
 use crate::exit::outcome::Outcome;
 use crate::exit::retry::{jittered, retryable_status};
@@ -85,6 +85,9 @@ struct Run {
     gone: u32,
     /// Deliveries that timed out: later ones wait longer (up to 4x) for a slow receiver.
     timeouts: u32,
+    /// What a delivery must still hold when it leaves the queue: the deadline of the claim
+    /// this process last wrote (its own clock) and the leadership it was written under.
+    fence: Option<Fence>,
 }
 
 struct Claimed {
@@ -135,6 +138,7 @@ async fn process(gate: &Arc<Gate>, seen: WorkflowFacts, origin: Origin) {
         attempts: 0,
         gone: 0,
         timeouts: 0,
+        fence: None,
     };
     let outcome = loop {
         // Observe mode never gets here (`entry`); should it, nothing is claimed or sent.
@@ -235,8 +239,11 @@ async fn attempt(gate: &Gate, run: &mut Run) -> Ended {
         // it never waits behind receivers that hang.
         let slow = run.timeouts > 0;
         let timeout = gate.limits.webhook_timeout * 2u32.pow(run.timeouts.min(2));
+        let Some(fence) = run.fence.clone() else {
+            unreachable!("a fence is set with every claim");
+        };
         match delivery
-            .deliver(claimed.notification.clone(), slow, timeout)
+            .deliver(claimed.notification.clone(), slow, timeout, fence)
             .await
         {
             Ok(()) => run.delivered = true,
@@ -305,13 +312,7 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
                 ),
             ));
         }
-        let plan = plan_facts(
-            &run.seen,
-            &current,
-            mark.as_ref(),
-            claim.as_ref(),
-            &gate.rules(),
-        );
+        let plan = gate.plan(&run.seen, &current, mark.as_ref(), claim.as_ref());
         let resource_version = current.resource_version.clone();
         match plan {
             Plan::AlreadySent => return Ok(Some(Outcome::AlreadyNotified)),
@@ -346,8 +347,14 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
                 );
                 return Ok(Some(give_up(gate, run, &reason).await));
             }
-            // Our own claim, holding for more than half its time still: nothing to write.
-            Plan::Resend if gate.claim_holds_long(claim.as_ref()) => {
+            // Our own claim, holding for more than half its time still by this process's
+            // clock: nothing to write.
+            Plan::Resend
+                if run
+                    .fence
+                    .as_ref()
+                    .is_some_and(|fence| fence.holds_for(gate.limits.claim_ttl / 2)) =>
+            {
                 run.claimed = Some(claimed(gate, current, Some(resource_version)));
                 return Ok(None);
             }
@@ -360,12 +367,15 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
                     tracing::info!(key = run.key, "taking over a claim that expired");
                 }
                 let mark = Mark::Pending(run.key.clone());
+                // Counted from before the write: the claim holds at least this long.
+                let fence = gate.fence();
                 let claim = gate.claim(&run.key);
                 let name = &run.seen.name;
                 match write_mark(gate, &api, name, &mark, &resource_version, Some(&claim)).await {
                     Ok(written) => {
                         let rv = written.unwrap_or(resource_version);
                         run.claimed = Some(claimed(gate, current, Some(rv)));
+                        run.fence = Some(fence);
                         return Ok(None);
                     }
                     Err(kube::Error::Api(status)) if status.is_conflict() => continue,
@@ -387,12 +397,11 @@ async fn from_final(
     run: &mut Run,
     final_object: &Final,
 ) -> Result<Option<Outcome>, Failure> {
-    let plan = plan_facts(
+    let plan = gate.plan(
         &run.seen,
         &final_object.facts,
         final_object.mark.as_ref(),
         final_object.claim.as_ref(),
-        &gate.rules(),
     );
     match plan {
         Plan::AlreadySent => Ok(Some(Outcome::AlreadyNotified)),
@@ -407,6 +416,8 @@ async fn from_final(
                 "deleted before it was notified; notifying from its final object"
             );
             run.claimed = Some(claimed(gate, final_object.facts.clone(), None));
+            // Nothing can be claimed on a deleted workflow: the leadership fences it.
+            run.fence = Some(gate.fence());
             Ok(None)
         }
     }

@@ -9,11 +9,17 @@
 //! lane has slots (completions per second x share hanging x timeout > concurrency). A full
 //! queue is a failed attempt like any other: the claim stays pending and the action path
 //! tries again after its backoff.
+//!
+//! A fence before every POST: a job leaves the queue only while the claim it was queued under
+//! has at least its request timeout left (by this process's clock, from when the claim was
+//! written) and the leadership it was claimed under has not changed. Otherwise it is not sent;
+//! the attempt fails and whoever holds the claim then delivers it. Neither a wait in the slow
+//! lane nor a lost lease lets a job out after its claim could have passed to another replica.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use super::webhook::{PostError, Webhook};
@@ -23,7 +29,48 @@ use crate::exit::notification::Notification;
 struct Job {
     notification: Arc<Notification>,
     timeout: Duration,
-    reply: oneshot::Sender<Result<(), PostError>>,
+    fence: Fence,
+    reply: oneshot::Sender<Result<(), DeliveryError>>,
+}
+
+/// What a job must still hold when it leaves the queue.
+#[derive(Clone, Debug)]
+pub struct Fence {
+    /// When the claim it is sent under runs out, by this process's monotonic clock (counted
+    /// from before the claim was written).
+    pub deadline: Instant,
+    /// The leadership as it was when the claim was written: any change since fences the job.
+    leadership: watch::Receiver<bool>,
+}
+
+impl Fence {
+    pub fn new(deadline: Instant, mut leadership: watch::Receiver<bool>) -> Fence {
+        leadership.borrow_and_update();
+        Fence {
+            deadline,
+            leadership,
+        }
+    }
+
+    /// Whether the claim has more than `left` to run and the leadership is unchanged.
+    pub fn holds_for(&self, left: Duration) -> bool {
+        self.check(left, Instant::now()).is_ok()
+    }
+
+    /// Why a request bounded by `timeout` may not leave at `now`, if it may not.
+    pub fn check(&self, timeout: Duration, now: Instant) -> Result<(), String> {
+        // A closed channel (no election: nothing will change it) keeps its last value.
+        if self.leadership.has_changed().unwrap_or(false) || !*self.leadership.borrow() {
+            return Err("leadership changed since the claim was written".to_owned());
+        }
+        let left = self.deadline.saturating_duration_since(now);
+        if left <= timeout {
+            return Err(format!(
+                "the claim has {left:?} left, not more than the request timeout {timeout:?}"
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The sending side, shared by the completions' action paths.
@@ -77,12 +124,14 @@ impl Delivery {
         notification: Arc<Notification>,
         slow: bool,
         timeout: Duration,
+        fence: Fence,
     ) -> Result<(), DeliveryError> {
         let (reply, answer) = oneshot::channel();
         let lane = if slow { &self.slow } else { &self.fresh };
         let job = Job {
             notification,
             timeout,
+            fence,
             reply,
         };
         self.metrics.exit_delivery_queued.inc();
@@ -92,7 +141,7 @@ impl Delivery {
             return Err(DeliveryError::QueueFull);
         }
         match answer.await {
-            Ok(result) => result.map_err(DeliveryError::Post),
+            Ok(result) => result,
             Err(_) => Err(DeliveryError::Stopped),
         }
     }
@@ -102,6 +151,8 @@ impl Delivery {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DeliveryError {
     QueueFull,
+    /// Not sent: the claim or the leadership it was queued under no longer holds.
+    Fenced(String),
     Post(PostError),
     Stopped,
 }
@@ -110,6 +161,7 @@ impl std::fmt::Display for DeliveryError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DeliveryError::QueueFull => write!(f, "the delivery queue is full"),
+            DeliveryError::Fenced(why) => write!(f, "not sent: {why}"),
             DeliveryError::Post(error) => error.fmt(f),
             DeliveryError::Stopped => write!(f, "the delivery pool stopped"),
         }
@@ -149,6 +201,11 @@ async fn drain(
         // Finished requests are reaped here, so the set holds only those under way.
         while requests.try_join_next().is_some() {}
         metrics.exit_delivery_queued.dec();
+        if let Err(why) = job.fence.check(job.timeout, Instant::now()) {
+            Metrics::count(&metrics.exit_webhook_requests, "fenced");
+            let _ = job.reply.send(Err(DeliveryError::Fenced(why)));
+            continue;
+        }
         metrics.exit_deliveries_in_flight.inc();
         let (webhook, metrics) = (webhook.clone(), metrics.clone());
         requests.spawn(async move {
@@ -162,8 +219,109 @@ async fn drain(
                 Err(PostError::Transport(_)) => "error",
             };
             Metrics::count(&metrics.exit_webhook_requests, outcome);
-            let _ = job.reply.send(result);
+            let _ = job.reply.send(result.map_err(DeliveryError::Post));
         });
     }
     while requests.join_next().await.is_some() {}
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::exit::event::WorkflowFacts;
+    use crate::exit::notification::notification;
+
+    /// A receiver on loopback that holds every request for `hold`, counting them.
+    async fn receiver(hold: Duration) -> (String, Arc<AtomicUsize>) {
+        let posts = Arc::new(AtomicUsize::new(0));
+        let counted = posts.clone();
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::post(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    tokio::time::sleep(hold).await;
+                    http::StatusCode::OK
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, posts)
+    }
+
+    fn completion(name: &str) -> Arc<Notification> {
+        let facts = WorkflowFacts::read(&json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
+            "status": {"phase": "Failed", "startedAt": "a", "finishedAt": "b"},
+        }))
+        .unwrap();
+        Arc::new(notification(&facts, "/test"))
+    }
+
+    /// The slow lane (one slot) is held by a receiver that hangs; two more jobs wait behind it.
+    /// The lease moves while they wait: neither is POSTed when its turn comes, and a job whose
+    /// claim has less than its timeout left is not POSTed either.
+    #[tokio::test]
+    async fn a_job_whose_leadership_moved_or_whose_claim_runs_out_is_not_sent() {
+        let (url, posts) = receiver(Duration::from_millis(600)).await;
+        let metrics = Arc::new(Metrics::new());
+        let webhook = Webhook::new(&url, &Default::default()).unwrap();
+        let (delivery, pools) = Delivery::new(webhook, 1, 8, metrics);
+        tokio::spawn(pools.run());
+        let delivery = Arc::new(delivery);
+        let (lease, leadership) = watch::channel(true);
+        let timeout = Duration::from_millis(300);
+        let claim = || Fence::new(Instant::now() + Duration::from_secs(60), leadership.clone());
+        let send = |name: &'static str, fence: Fence| {
+            let delivery = delivery.clone();
+            tokio::spawn(async move {
+                delivery
+                    .deliver(completion(name), true, timeout, fence)
+                    .await
+            })
+        };
+        let first = send("first", claim());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let queued: Vec<_> = ["second", "third"]
+            .into_iter()
+            .map(|n| send(n, claim()))
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        lease.send(false).unwrap();
+        assert!(matches!(
+            first.await.unwrap(),
+            Err(DeliveryError::Post(PostError::Timeout(_)))
+        ));
+        for job in queued {
+            let result = job.await.unwrap();
+            assert!(
+                matches!(result, Err(DeliveryError::Fenced(_))),
+                "{result:?}"
+            );
+        }
+        assert_eq!(
+            posts.load(Ordering::SeqCst),
+            1,
+            "only the job sent before the move"
+        );
+
+        // Leadership back, but a claim with less than the request timeout left.
+        lease.send(true).unwrap();
+        let short = Fence::new(
+            Instant::now() + Duration::from_millis(200),
+            leadership.clone(),
+        );
+        let result = send("short", short).await.unwrap();
+        assert!(
+            matches!(result, Err(DeliveryError::Fenced(_))),
+            "{result:?}"
+        );
+        assert_eq!(posts.load(Ordering::SeqCst), 1);
+    }
 }

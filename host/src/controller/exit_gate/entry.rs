@@ -26,6 +26,10 @@ pub(super) async fn enter(
     origin: Origin,
     waiter: Option<oneshot::Sender<Outcome>>,
 ) -> Option<Outcome> {
+    // A standby watches claims age too, so that it can judge them once it leads.
+    if let (Some(Mark::Pending(key)), Some(claim)) = (seen.own_mark(), &seen.claim) {
+        gate.note_claim(key, claim);
+    }
     let known = if !gate.ctx.may_write() {
         Some(Outcome::NotLeader)
     } else {

@@ -4,13 +4,14 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 use super::Handled;
-use super::delivery::Delivery;
+use super::claims_seen::ClaimsSeen;
+use super::delivery::{Delivery, Fence};
 use super::events::EventWriter;
 use super::tracker::Tracker;
 use crate::controller::context::Context;
@@ -20,7 +21,8 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::exit::TombstoneCache;
 use crate::exit::claim::{Claim, Claimant, MarkKey};
-use crate::exit::notification::Rules;
+use crate::exit::event::WorkflowFacts;
+use crate::exit::notification::{Mark, Plan, Rules, plan_judging};
 use crate::exit::seen::Seen;
 
 pub(super) enum Work {
@@ -80,6 +82,12 @@ pub struct Limits {
     pub event_source: String,
 }
 
+/// How much longer than this replica's `--exit-claim-ttl` another holder's claim may say it
+/// holds (replicas configured apart during a rollout); a claim saying more is not a claim.
+pub const CLAIM_TTL_SLACK: Duration = Duration::from_secs(60);
+/// Other holders' claims remembered at once.
+const CLAIMS_SEEN_MAX: u64 = 200_000;
+
 /// What every shard and every completion shares.
 pub(super) struct Gate {
     pub ctx: Context,
@@ -88,6 +96,8 @@ pub(super) struct Gate {
     pub mark_key: MarkKey,
     pub tombstones: TombstoneCache,
     pub tracker: Tracker,
+    /// Other holders' claims, and how long each was seen unchanged.
+    claims_seen: ClaimsSeen,
     pub delivery: Option<Delivery>,
     pub events: EventWriter,
     pub limits: Limits,
@@ -124,6 +134,7 @@ impl Gate {
             claimant: claims.claimant,
             mark_key: claims.key,
             api: Arc::new(Semaphore::new(ctx.concurrency)),
+            claims_seen: ClaimsSeen::new(limits.claim_ttl * 4 + CLAIM_TTL_SLACK, CLAIMS_SEEN_MAX),
             events: EventWriter::new(ctx.client.clone()),
             ctx,
             tombstones,
@@ -170,16 +181,39 @@ impl Gate {
         )
     }
 
-    /// Whether `claim` holds for more than half its time from now: an attempt then goes on
-    /// under it without renewing it.
-    pub fn claim_holds_long(&self, claim: Option<&Claim>) -> bool {
-        let half = k8s_openapi::jiff::SignedDuration::try_from(self.limits.claim_ttl / 2)
-            .unwrap_or_default();
-        claim.is_some_and(|claim| {
-            Timestamp::now()
-                .checked_add(half)
-                .is_ok_and(|midway| claim.holds_at(midway))
-        })
+    /// Whether another holder's `claim` on the completion `key` still holds: seen unchanged
+    /// for less than its time to live, by this replica's clock (see `claims_seen`).
+    pub fn claim_holds(&self, key: &str, claim: &Claim) -> bool {
+        let unchanged_for = self.claims_seen.unchanged_for(key, claim);
+        claim.holds_seen(unchanged_for, self.limits.claim_ttl + CLAIM_TTL_SLACK)
+    }
+
+    /// Notes `claim` as seen on the completion `key` now (its age is counted from its first
+    /// sighting).
+    pub fn note_claim(&self, key: &str, claim: &Claim) {
+        self.claims_seen.unchanged_for(key, claim);
+    }
+
+    /// What to do about the completion `seen` given what was read of it just now.
+    pub fn plan(
+        &self,
+        seen: &WorkflowFacts,
+        current: &WorkflowFacts,
+        mark: Option<&Mark>,
+        claim: Option<&Claim>,
+    ) -> Plan {
+        let key = seen.completion_key();
+        let holds = |claim: &Claim| self.claim_holds(&key, claim);
+        plan_judging(seen, current, mark, claim, holds, &self.rules())
+    }
+
+    /// The fence of a claim written from now: its deadline by this process's clock, and the
+    /// leadership as it is now.
+    pub fn fence(&self) -> Fence {
+        Fence::new(
+            Instant::now() + self.limits.claim_ttl,
+            self.ctx.may_write.clone(),
+        )
     }
 
     /// Whether this replica holds `claim` (a verified claim by this very process).

@@ -9,6 +9,7 @@
 //! claims left pending.
 
 mod action;
+mod claims_seen;
 pub mod delivery;
 mod dispatch;
 mod entry;

@@ -10,7 +10,7 @@ use super::action::{Origin, read, record_too_old};
 use super::gate::{Gate, workflows};
 use super::tracker::Begin;
 use crate::exit::event::WorkflowFacts;
-use crate::exit::notification::{Plan, plan_facts, reasons};
+use crate::exit::notification::{Plan, reasons};
 use crate::exit::outcome::Outcome;
 
 pub(super) async fn observe(gate: &Arc<Gate>, seen: &WorkflowFacts, origin: Origin) -> Outcome {
@@ -114,6 +114,6 @@ async fn plan_now(
             (live.facts, live.mark, live.claim)
         }
     };
-    let plan = plan_facts(seen, &current, mark.as_ref(), claim.as_ref(), &gate.rules());
+    let plan = gate.plan(seen, &current, mark.as_ref(), claim.as_ref());
     Ok((current, plan))
 }

@@ -7,8 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::jiff::Timestamp;
-
 use super::action::{self, Origin};
 use super::entry::enter;
 use super::gate::Gate;
@@ -75,7 +73,7 @@ async fn sweep_one(gate: &Arc<Gate>, seen: Seen) {
     }
     // A claim another replica holds is its own to deliver (observe mode reports it).
     if !gate.limits.observe
-        && claim.is_some_and(|claim| !gate.holds(Some(claim)) && claim.holds_at(Timestamp::now()))
+        && claim.is_some_and(|claim| !gate.holds(Some(claim)) && gate.claim_holds(&key, claim))
     {
         return;
     }

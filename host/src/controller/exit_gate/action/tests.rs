@@ -228,12 +228,18 @@ fn key(phase: &str, finished_at: &str) -> String {
     format!("{UID}/{STARTED}/{finished_at}/{phase}")
 }
 
-/// `workflow` with a claim by `by`, holding until `seconds` from now (negative: expired).
-fn claimed_by(mut workflow: Value, by: &Claimant, seconds: i64, key: &MarkKey) -> Value {
+/// `workflow` with a 70 s claim by `by` that names `seconds` from now as its end (negative:
+/// past), by the clock of whoever wrote it.
+fn claimed_by(workflow: Value, by: &Claimant, seconds: i64, key: &MarkKey) -> Value {
+    claimed_for(workflow, by, 70 - seconds, 70, key)
+}
+
+/// `workflow` with a claim by `by` written `ago` seconds before now by its writer's clock,
+/// holding for `ttl` seconds.
+fn claimed_for(mut workflow: Value, by: &Claimant, ago: i64, ttl: u64, key: &MarkKey) -> Value {
     let completion = WorkflowFacts::read(&workflow).unwrap().completion_key();
-    let at = Timestamp::now() - SignedDuration::from_secs(120);
-    let ttl = Duration::from_secs((120 + seconds).max(0) as u64);
-    let claim = Claim::new(by, at, ttl, &completion, key);
+    let at = Timestamp::now() - SignedDuration::from_secs(ago);
+    let claim = Claim::new(by, at, Duration::from_secs(ttl), &completion, key);
     workflow["metadata"]["annotations"][CLAIM_ANNOTATION] = json!(claim.annotation_value());
     workflow
 }
@@ -574,16 +580,21 @@ async fn a_claim_lost_to_another_replica_is_left_to_it_and_not_delivered() {
 }
 
 #[tokio::test]
-async fn a_claim_whose_holder_is_gone_is_taken_over_once_it_expired() {
+async fn a_claim_whose_holder_is_gone_is_taken_over_once_seen_unchanged_for_its_ttl() {
     let mut h = Harness::new(3).await;
     let at = finished_now();
     let pending = format!("pending/{}", key("Succeeded", &at));
-    let expired = claimed_by(
+    // By the clocks, expired a minute ago; but first seen now: it holds for its TTL from here.
+    let expired = claimed_for(
         workflow("20", "Succeeded", &at, Some(&pending)),
         &other(),
-        -5,
+        61,
+        1,
         &MarkKey::none(),
     );
+    h.api.expect(Method::GET, PATH, 200, expired.clone());
+    assert_eq!(h.complete(&expired).await, Outcome::ClaimedElsewhere);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     h.api
         .expect(Method::GET, PATH, 200, expired.clone())
         .expect(
@@ -713,14 +724,16 @@ async fn forged_pending_marks_found_by_the_sweep_send_nothing() {
     assert!(skipped.starts_with("skipped/"), "{skipped}");
 }
 
+/// This process's own claim is judged by its own clock from when it wrote it: a claim that
+/// names an end 10 s away (the API server's copy, or a clock that disagrees) is not renewed
+/// while this process knows it holds for most of its 70 s.
 #[tokio::test]
-async fn a_claim_past_half_its_time_is_renewed_by_the_next_attempt() {
+async fn our_own_claim_is_judged_by_our_clock_not_the_end_it_names() {
     let mut h = Harness::new(2).await;
     h.receiver.status.store(503, Ordering::SeqCst);
     let at = finished_now();
     let live = workflow("10", "Succeeded", &at, None);
     let pending = format!("pending/{}", key("Succeeded", &at));
-    // 10 s left of a 70 s claim.
     let aging = claimed_by(
         workflow("11", "Succeeded", &at, Some(&pending)),
         &me(),
@@ -731,7 +744,6 @@ async fn a_claim_past_half_its_time_is_renewed_by_the_next_attempt() {
         .expect(Method::GET, PATH, 200, live.clone())
         .expect(Method::PATCH, PATH, 200, aging.clone())
         .expect(Method::GET, PATH, 200, aging.clone())
-        .expect(Method::PATCH, PATH, 200, aging.clone())
         .expect(Method::GET, PATH, 200, aging)
         .expect(
             Method::PATCH,
@@ -741,10 +753,64 @@ async fn a_claim_past_half_its_time_is_renewed_by_the_next_attempt() {
         );
     assert_eq!(h.complete(&live).await, Outcome::GaveUp);
     h.api.assert_done();
-    let renewed = claim_of(&h.patches()[1]).expect("renewed");
-    assert!(
-        renewed.is_by(&me()) && renewed.holds_at(Timestamp::now() + SignedDuration::from_secs(60))
+    let patches = h.patches();
+    assert_eq!(patches.len(), 2, "claimed once, then given up: {patches:?}");
+    assert!(mark_of(&patches[1]).0.starts_with("failed/"));
+    assert_eq!(h.receiver.posts(), 2, "one POST per attempt");
+}
+
+/// A standby whose clock runs 80 s ahead of the holder's reads a live 70 s claim as expired 10
+/// s ago. Judged by how long it has seen the claim unchanged, the claim holds: nothing is sent.
+#[tokio::test]
+async fn a_replica_whose_clock_runs_80_s_ahead_does_not_take_over_a_live_claim() {
+    let mut h = Harness::new(3).await;
+    let at = finished_now();
+    let pending = format!("pending/{}", key("Succeeded", &at));
+    let live_claim = claimed_for(
+        workflow("20", "Succeeded", &at, Some(&pending)),
+        &other(),
+        80,
+        70,
+        &MarkKey::none(),
     );
+    h.api.expect(Method::GET, PATH, 200, live_claim.clone());
+    assert_eq!(h.complete(&live_claim).await, Outcome::ClaimedElsewhere);
+    h.api.assert_done();
+    assert!(h.patches().is_empty());
+    assert_eq!(h.receiver.posts(), 0);
+}
+
+/// A claim that says it holds far longer than any replica's TTL (an unsigned one anyone can
+/// write) is no claim: it is taken over at once instead of holding the notification for a year.
+#[tokio::test]
+async fn a_claim_holding_past_its_ttl_and_the_slack_is_no_claim() {
+    let mut h = Harness::new(3).await;
+    let at = finished_now();
+    let pending = format!("pending/{}", key("Succeeded", &at));
+    let year = claimed_for(
+        workflow("20", "Succeeded", &at, Some(&pending)),
+        &other(),
+        0,
+        365 * 86_400,
+        &MarkKey::none(),
+    );
+    h.api
+        .expect(Method::GET, PATH, 200, year.clone())
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("21", "Succeeded", &at, None),
+        )
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("22", "Succeeded", &at, None),
+        );
+    assert_eq!(h.complete(&year).await, Outcome::Sent);
+    h.api.assert_done();
+    assert_eq!(h.receiver.posts(), 1);
 }
 
 #[tokio::test]
