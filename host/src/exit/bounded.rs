@@ -9,9 +9,13 @@ use std::borrow::Cow;
 /// The most of one tenant string the gate copies (a marker follows what was cut).
 pub const TENANT_TEXT_MAX: usize = 4096;
 
-/// The longest mark or claim annotation the gate reads: the controller's own are a few hundred
-/// bytes; a longer one is not the controller's.
+/// The longest mark annotation the gate reads: the controller's own are a few hundred bytes;
+/// a longer one is not the controller's.
 pub const MARK_TEXT_MAX: usize = 1024;
+
+/// The longest claim annotation the gate reads: a few hundred bytes and the frozen message
+/// (at most [`TENANT_TEXT_MAX`] and its marker, JSON-escaped).
+pub const CLAIM_TEXT_MAX: usize = 4 * TENANT_TEXT_MAX;
 
 /// `text`, or its first [`TENANT_TEXT_MAX`] bytes (on a character boundary) and a marker.
 pub fn capped(text: &str) -> Cow<'_, str> {

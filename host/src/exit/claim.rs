@@ -39,8 +39,22 @@ pub struct Claim {
     pub at: Timestamp,
     /// Until when it holds: after this another replica may take it over.
     pub until: Timestamp,
+    /// What the notification body carries that can change after the completion, as it was
+    /// when the completion was first claimed: every attempt and replica sends the same body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<FrozenBody>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sig: Option<String>,
+}
+
+/// The parts of a notification body that a later write to the workflow would change: its
+/// resourceVersion, and `status.message` (already cut to 4 KiB).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrozenBody {
+    #[serde(rename = "rv")]
+    pub resource_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl Claim {
@@ -52,12 +66,25 @@ impl Claim {
         completion: &str,
         key: &MarkKey,
     ) -> Claim {
+        Claim::with_body(claimant, now, ttl, completion, None, key)
+    }
+
+    /// [`Claim::new`], carrying the body's frozen parts.
+    pub fn with_body(
+        claimant: &Claimant,
+        now: Timestamp,
+        ttl: std::time::Duration,
+        completion: &str,
+        body: Option<FrozenBody>,
+        key: &MarkKey,
+    ) -> Claim {
         let ttl = SignedDuration::try_from(ttl).unwrap_or(SignedDuration::MAX);
         let mut claim = Claim {
             holder: claimant.holder.clone(),
             epoch: claimant.epoch,
             at: now,
             until: now.checked_add(ttl).unwrap_or(Timestamp::MAX),
+            body,
             sig: None,
         };
         claim.sig = key.sign(&claim, completion);
@@ -66,7 +93,7 @@ impl Claim {
 
     /// None for text that is not a claim, or longer than any the controller writes.
     pub fn parse(text: &str) -> Option<Claim> {
-        if text.len() > super::bounded::MARK_TEXT_MAX {
+        if text.len() > super::bounded::CLAIM_TEXT_MAX {
             return None;
         }
         serde_json::from_str(text).ok()
@@ -116,10 +143,15 @@ impl Claim {
 
     /// What the signature covers: the completion and every field but the signature.
     fn signed_text(&self, completion: &str) -> String {
-        format!(
+        let mut text = format!(
             "{completion}\n{}\n{}\n{}\n{}",
             self.holder, self.epoch, self.at, self.until
-        )
+        );
+        if let Some(body) = &self.body {
+            let message = serde_json::to_string(&body.message).unwrap_or_default();
+            text.push_str(&format!("\nbody\n{}\n{message}", body.resource_version));
+        }
+        text
     }
 }
 

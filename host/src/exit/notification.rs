@@ -16,7 +16,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::claim::{CLAIM_ANNOTATION, Claim, Claimant, MarkKey};
+use super::claim::{CLAIM_ANNOTATION, Claim, Claimant, FrozenBody, MarkKey};
 use super::event::WorkflowFacts;
 use super::outcome::Outcome;
 
@@ -272,13 +272,40 @@ pub fn finished_before(facts: &WorkflowFacts, now: Timestamp, window: Duration) 
 pub const CLOUDEVENT_TYPE: &str = "io.pipewarden.workflow.completed.v1";
 
 /// One exit notification as it is POSTed: a CloudEvent 1.0 in HTTP binary mode (the context
-/// attributes as `ce-*` headers, the data as the JSON body), plus `Idempotency-Key`.
+/// attributes as `ce-*` headers, the data as the JSON body), plus `Idempotency-Key` and the
+/// Standard Webhooks `webhook-id`. The body is serialized once: what is signed is what is sent.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Notification {
     pub key: String,
     /// Header names in lower case, values already encoded for HTTP.
     pub headers: Vec<(&'static str, String)>,
-    pub body: Value,
+    pub body: bytes::Bytes,
+}
+
+/// The notification for the completion `live`, from the CloudEvents `source`, with the body's
+/// changeable parts as `frozen` says (the claim's), or as `live` shows them.
+pub fn frozen_notification(
+    live: &WorkflowFacts,
+    frozen: Option<&FrozenBody>,
+    source: &str,
+) -> Notification {
+    match frozen {
+        Some(frozen) => {
+            let mut facts = live.clone();
+            facts.resource_version = frozen.resource_version.clone();
+            facts.message = frozen.message.clone();
+            notification(&facts, source)
+        }
+        None => notification(live, source),
+    }
+}
+
+/// What a first claim freezes of the body: the completion's resourceVersion and message now.
+pub fn freeze(live: &WorkflowFacts) -> FrozenBody {
+    FrozenBody {
+        resource_version: live.resource_version.clone(),
+        message: live.message.clone(),
+    }
 }
 
 /// The notification for the completion `live`, from the CloudEvents `source`.
@@ -299,8 +326,9 @@ pub fn notification(live: &WorkflowFacts, source: &str) -> Notification {
     }
     headers.push(("content-type", "application/json".to_string()));
     headers.push(("idempotency-key", header_value(&key)));
+    headers.push(("webhook-id", header_value(&key)));
     Notification {
-        body: payload(live),
+        body: payload(live).to_string().into(),
         key,
         headers,
     }

@@ -1,6 +1,7 @@
 //! What a receiver can check. Each notification carries `X-Pipewarden-Signature: sha256=<hex>`,
-//! the HMAC-SHA256 of the body under the key in `--exit-webhook-signing-key-file`, and the
-//! bearer token in `--exit-webhook-token-file`. The receiver here checks both as a receiver
+//! the HMAC-SHA256 of the body under the key in `--exit-webhook-signing-key-file`, the Standard
+//! Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature` over
+//! `id.timestamp.body`), and the bearer token in `--exit-webhook-token-file`. The receiver here checks both as a receiver
 //! would, with an HMAC written from RFC 2104 over SHA-256 (not the controller's code), and
 //! refuses anything else with 401: every completion is accepted on its first request.
 
@@ -39,7 +40,36 @@ fn trusted(delivery: &Delivery) -> bool {
         .and_then(|tag| hex::decode(tag).ok())
         .is_some_and(|tag| tag == hmac_sha256(KEY, &delivery.raw));
     let authorised = delivery.headers.get("authorization") == Some(&format!("Bearer {TOKEN}"));
-    signed && authorised
+    signed && authorised && standard_signed(delivery)
+}
+
+/// The Standard Webhooks signature: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`, with a
+/// timestamp within five minutes of now (what the scheme's receivers allow).
+fn standard_signed(delivery: &Delivery) -> bool {
+    use base64::Engine as _;
+    let header = |name: &str| delivery.headers.get(name).map(String::as_str).unwrap_or("");
+    let (id, timestamp) = (header("webhook-id"), header("webhook-timestamp"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let fresh = timestamp
+        .parse::<u64>()
+        .is_ok_and(|sent| now.abs_diff(sent) <= 300);
+    let signed = [
+        id.as_bytes(),
+        b".",
+        timestamp.as_bytes(),
+        b".",
+        &delivery.raw,
+    ]
+    .concat();
+    let expected = hmac_sha256(KEY, &signed);
+    let matches = header("webhook-signature")
+        .split(' ')
+        .filter_map(|signature| signature.strip_prefix("v1,"))
+        .filter_map(|tag| base64::engine::general_purpose::STANDARD.decode(tag).ok())
+        .any(|tag| tag == expected);
+    !id.is_empty() && id == delivery.key && fresh && matches
 }
 
 #[tokio::test]

@@ -11,17 +11,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 
 use super::delivery::{DeliveryError, Fence};
 use super::gate::{Gate, workflows};
+use super::listed::ListedWorkflow;
 use super::tracker::{Begin, Final};
 use super::webhook::PostError;
 use crate::controller::metrics::Metrics;
-use crate::exit::claim::Claim;
+use crate::exit::claim::{Claim, FrozenBody};
 use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::{
-    Mark, Notification, Plan, event_note, finished_before, notification, reasons,
+    Mark, Notification, Plan, event_note, finished_before, frozen_notification, reasons,
 };
 use crate::exit::outcome::Outcome;
 use crate::exit::retry::{jittered, retryable_status};
@@ -314,6 +315,8 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
         }
         let plan = gate.plan(&run.seen, &current, mark.as_ref(), claim.as_ref());
         let resource_version = current.resource_version.clone();
+        // The body as the first claim froze it (a claim the controller wrote), else as now.
+        let frozen = gate.frozen_body(&run.key, claim.as_ref(), &current);
         match plan {
             Plan::AlreadySent => return Ok(Some(Outcome::AlreadyNotified)),
             Plan::AlreadySettled(outcome) => return Ok(Some(outcome)),
@@ -340,7 +343,7 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
             Plan::Resend | Plan::TakeOver
                 if finished_before(&current, Timestamp::now(), gate.limits.give_up_after) =>
             {
-                run.claimed = Some(claimed(gate, current, Some(resource_version)));
+                run.claimed = Some(claimed(gate, current, Some(resource_version), &frozen));
                 let reason = format!(
                     "claimed, but finished more than {:?} ago (--exit-give-up-after)",
                     gate.limits.give_up_after
@@ -355,7 +358,7 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
                     .as_ref()
                     .is_some_and(|fence| fence.holds_for(gate.limits.claim_ttl / 2)) =>
             {
-                run.claimed = Some(claimed(gate, current, Some(resource_version)));
+                run.claimed = Some(claimed(gate, current, Some(resource_version), &frozen));
                 return Ok(None);
             }
             // Claimed anew (or renewed, or taken over), with this replica as the holder.
@@ -369,12 +372,12 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
                 let mark = Mark::Pending(run.key.clone());
                 // Counted from before the write: the claim holds at least this long.
                 let fence = gate.fence();
-                let claim = gate.claim(&run.key);
+                let claim = gate.claim(&run.key, frozen.clone());
                 let name = &run.seen.name;
                 match write_mark(gate, &api, name, &mark, &resource_version, Some(&claim)).await {
                     Ok(written) => {
                         let rv = written.unwrap_or(resource_version);
-                        run.claimed = Some(claimed(gate, current, Some(rv)));
+                        run.claimed = Some(claimed(gate, current, Some(rv), &frozen));
                         run.fence = Some(fence);
                         return Ok(None);
                     }
@@ -415,7 +418,9 @@ async fn from_final(
                 key = run.key,
                 "deleted before it was notified; notifying from its final object"
             );
-            run.claimed = Some(claimed(gate, final_object.facts.clone(), None));
+            let frozen =
+                gate.frozen_body(&run.key, final_object.claim.as_ref(), &final_object.facts);
+            run.claimed = Some(claimed(gate, final_object.facts.clone(), None, &frozen));
             // Nothing can be claimed on a deleted workflow: the leadership fences it.
             run.fence = Some(gate.fence());
             Ok(None)
@@ -423,9 +428,15 @@ async fn from_final(
     }
 }
 
-fn claimed(gate: &Gate, facts: WorkflowFacts, resource_version: Option<String>) -> Claimed {
+fn claimed(
+    gate: &Gate,
+    facts: WorkflowFacts,
+    resource_version: Option<String>,
+    frozen: &FrozenBody,
+) -> Claimed {
+    let sent = frozen_notification(&facts, Some(frozen), &gate.limits.event_source);
     Claimed {
-        notification: Arc::new(notification(&facts, &gate.limits.event_source)),
+        notification: Arc::new(sent),
         facts,
         resource_version,
     }
@@ -632,21 +643,18 @@ pub(super) async fn report_superseded(gate: &Gate, live: &WorkflowFacts, claimed
 
 /// The workflow `name` as the gate keeps it (the object itself is dropped here); None when it
 /// is gone (or, which the API server never serves, has no name or uid).
-pub(super) async fn read(api: &Api<DynamicObject>, name: &str) -> kube::Result<Option<Seen>> {
-    match api.get_opt(name).await? {
-        Some(object) => {
-            let workflow = serde_json::to_value(object).map_err(kube::Error::SerdeError)?;
-            Ok(Seen::of(&workflow))
-        }
-        None => Ok(None),
-    }
+pub(super) async fn read(api: &Api<ListedWorkflow>, name: &str) -> kube::Result<Option<Seen>> {
+    Ok(api
+        .get_opt(name)
+        .await?
+        .and_then(|object| Seen::of(&object.into_value())))
 }
 
 /// Sets `mark` (with `claim` beside a pending one) on the workflow, only if it is still at
 /// `resource_version`; returns the resourceVersion written.
 async fn write_mark(
     gate: &Gate,
-    api: &Api<DynamicObject>,
+    api: &Api<ListedWorkflow>,
     name: &str,
     mark: &Mark,
     resource_version: &str,

@@ -6,13 +6,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, GroupVersionKind};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 use super::Handled;
 use super::claims_seen::ClaimsSeen;
 use super::delivery::{Delivery, Fence};
 use super::events::EventWriter;
+use super::listed::ListedWorkflow;
 use super::tracker::Tracker;
 use crate::controller::context::Context;
 use crate::controller::metrics::Metrics;
@@ -20,9 +21,9 @@ use crate::engine::EventKind;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::exit::TombstoneCache;
-use crate::exit::claim::{Claim, Claimant, MarkKey};
+use crate::exit::claim::{Claim, Claimant, FrozenBody, MarkKey};
 use crate::exit::event::WorkflowFacts;
-use crate::exit::notification::{Mark, Plan, Rules, plan_judging};
+use crate::exit::notification::{Mark, Plan, Rules, freeze, plan_judging};
 use crate::exit::seen::Seen;
 
 pub(super) enum Work {
@@ -170,15 +171,31 @@ impl Gate {
         }
     }
 
-    /// A claim by this replica on the completion `key`, from now.
-    pub fn claim(&self, key: &str) -> Claim {
-        Claim::new(
+    /// A claim by this replica on the completion `key`, from now, carrying the body's
+    /// frozen parts.
+    pub fn claim(&self, key: &str, body: FrozenBody) -> Claim {
+        Claim::with_body(
             &self.claimant,
             Timestamp::now(),
             self.limits.claim_ttl,
             key,
+            Some(body),
             &self.mark_key,
         )
+    }
+
+    /// The body's changeable parts for the completion `key`: as a claim the controller wrote
+    /// froze them (verified, with a mark key), else as `current` shows them now.
+    pub fn frozen_body(
+        &self,
+        key: &str,
+        claim: Option<&Claim>,
+        current: &WorkflowFacts,
+    ) -> FrozenBody {
+        claim
+            .filter(|claim| self.mark_key.verifies(claim, key))
+            .and_then(|claim| claim.body.clone())
+            .unwrap_or_else(|| freeze(current))
     }
 
     /// Whether another holder's `claim` on the completion `key` still holds: seen unchanged
@@ -242,12 +259,15 @@ pub(crate) fn workflow_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(&gvk, "workflows")
 }
 
-pub(super) fn workflows(ctx: &Context, namespace: &str) -> Api<DynamicObject> {
+/// The workflows of `namespace`, read (and answered after a write) without their node
+/// bookkeeping.
+pub(super) fn workflows(ctx: &Context, namespace: &str) -> Api<ListedWorkflow> {
     Api::namespaced_with(ctx.client.clone(), namespace, &workflow_resource())
 }
 
-/// One API for all namespaces, or one per configured namespace.
-pub(super) fn scopes(ctx: &Context) -> Vec<Api<DynamicObject>> {
+/// One API for all namespaces, or one per configured namespace; workflows read without their
+/// node bookkeeping.
+pub(super) fn scopes(ctx: &Context) -> Vec<Api<ListedWorkflow>> {
     if ctx.namespaces.is_empty() {
         vec![Api::all_with(ctx.client.clone(), &workflow_resource())]
     } else {

@@ -15,6 +15,7 @@ mod dispatch;
 mod entry;
 mod events;
 mod gate;
+mod listed;
 mod observe;
 mod sweep;
 mod tracker;
@@ -159,6 +160,7 @@ pub async fn run(
     let mut leadership = ctx.may_write.clone();
     let mut was_writer = *leadership.borrow_and_update();
     let mut election = true;
+    let mut catching_up: Option<tokio::task::AbortHandle> = None;
     tracing::info!(
         namespaces = ?ctx.namespaces,
         webhook = args.exit_webhook_url.is_some(),
@@ -204,11 +206,15 @@ pub async fn run(
                     let writer = *leadership.borrow_and_update();
                     if writer && !was_writer {
                         tracing::info!("became the writer; catching up on completed workflows");
+                        // One catch-up at a time: a lease lost and taken again starts over.
+                        if let Some(previous) = catching_up.take() {
+                            previous.abort();
+                        }
                         let (ctx, dispatcher) = (ctx.clone(), dispatcher.clone());
-                        completions.spawn(async move {
+                        catching_up = Some(completions.spawn(async move {
                             let listed = watch::catch_up(ctx, dispatcher).await;
                             tracing::info!(workflows = listed, "caught up");
-                        });
+                        }));
                     }
                     was_writer = writer;
                 }

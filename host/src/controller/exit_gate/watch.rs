@@ -4,13 +4,14 @@
 
 use futures::stream::{self, BoxStream, StreamExt as _};
 use kube::Api;
-use kube::api::{DynamicObject, ListParams};
+use kube::api::ListParams;
 use kube::runtime::watcher;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::dispatch::Dispatcher;
 use super::gate::{Work, scopes};
+use super::listed::ListedWorkflow;
 use super::{Handled, InjectedEvent};
 use crate::controller::context::Context;
 use crate::controller::metrics::Metrics;
@@ -96,8 +97,8 @@ pub(super) const PAGE_SIZE: u32 = 50;
 
 /// One listing of the workflows in scope, page by page: only one page is held at a time.
 pub(super) struct Pages {
-    scopes: std::vec::IntoIter<Api<DynamicObject>>,
-    current: Option<(Api<DynamicObject>, ListParams)>,
+    scopes: std::vec::IntoIter<Api<ListedWorkflow>>,
+    current: Option<(Api<ListedWorkflow>, ListParams)>,
     selector: String,
 }
 
@@ -112,7 +113,7 @@ impl Pages {
     }
 
     /// The next page; None once every scope was listed.
-    pub(super) async fn next(&mut self) -> Option<kube::Result<Vec<DynamicObject>>> {
+    pub(super) async fn next(&mut self) -> Option<kube::Result<Vec<ListedWorkflow>>> {
         loop {
             if self.current.is_none() {
                 let api = self.scopes.next()?;
@@ -122,7 +123,7 @@ impl Pages {
                 self.current = Some((api, params));
             }
             let (api, params) = self.current.as_mut().expect("set above");
-            let page = match api.list(params).await {
+            let page = match list_retrying(api, params).await {
                 Ok(page) => page,
                 Err(error) => {
                     self.current = None;
@@ -136,6 +137,26 @@ impl Pages {
             if !page.items.is_empty() {
                 return Some(Ok(page.items));
             }
+        }
+    }
+}
+
+/// Tries a page up to three times, two seconds apart: an API server too busy to answer once
+/// does not end a listing early.
+async fn list_retrying(
+    api: &Api<ListedWorkflow>,
+    params: &ListParams,
+) -> kube::Result<kube::api::ObjectList<ListedWorkflow>> {
+    let mut tries = 0;
+    loop {
+        match api.list(params).await {
+            Ok(page) => return Ok(page),
+            Err(error) if tries < 2 => {
+                tries += 1;
+                tracing::info!(%error, tries, "listing workflows failed; trying the page again");
+                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            }
+            Err(error) => return Err(error),
         }
     }
 }
@@ -177,15 +198,13 @@ pub(super) async fn catch_up(ctx: Context, dispatcher: Dispatcher) -> usize {
 }
 
 /// A listed object read as a workflow; one that is not (no name or uid) is left out.
-pub(super) fn as_seen(object: DynamicObject) -> Option<Seen> {
-    serde_json::to_value(object)
-        .ok()
-        .and_then(|workflow| Seen::of(&workflow))
+pub(super) fn as_seen(object: ListedWorkflow) -> Option<Seen> {
+    Seen::of(&object.into_value())
 }
 
 fn translate(
     index: usize,
-    event: Result<watcher::Event<DynamicObject>, watcher::Error>,
+    event: Result<watcher::Event<ListedWorkflow>, watcher::Error>,
     metrics: &Metrics,
 ) -> Option<Input> {
     let (kind, object) = match event {
@@ -203,14 +222,7 @@ fn translate(
         // Logged and told to readiness by the watch itself (`watch_health`).
         Err(_) => return None,
     };
-    let workflow = match serde_json::to_value(object) {
-        Ok(workflow) => workflow,
-        Err(error) => {
-            tracing::warn!(%error, "cannot represent a watched workflow as JSON");
-            return None;
-        }
-    };
-    let seen = read_or_count(workflow, metrics)?;
+    let seen = read_or_count(object.into_value(), metrics)?;
     metrics.completions.saw(index, kind, &seen);
     Some(Input::Event(Box::new(Work::Event {
         kind,

@@ -8,8 +8,10 @@
 //! crate would add chrono, snafu, uuid, delegate-attr and async-trait for six headers.
 //!
 //! What lets a receiver trust a request: https (system roots or a CA file), an optional
-//! `X-Pipewarden-Signature: sha256=<hex>` (HMAC-SHA256 of the body) and an optional bearer
-//! token. Key and token are read from their files on every request, so a rotated Secret is
+//! `X-Pipewarden-Signature: sha256=<hex>` (HMAC-SHA256 of the body) and, beside it, the
+//! Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`: an
+//! HMAC-SHA256 over id, timestamp and body, so a receiver can refuse a replayed request), and
+//! an optional bearer token. Key and token are read from their files on every request, so a rotated Secret is
 //! used without a restart. Plain http is refused for hosts that are not loopback unless
 //! allowed (a mesh with mTLS): a token or a signed body would cross the network in the clear.
 
@@ -52,6 +54,10 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// The header carrying the body's HMAC-SHA256, as `sha256=<hex>`.
 pub const SIGNATURE_HEADER: &str = "x-pipewarden-signature";
+/// Standard Webhooks: when the request was sent, in seconds since the epoch.
+pub const TIMESTAMP_HEADER: &str = "webhook-timestamp";
+/// Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`.
+pub const STANDARD_SIGNATURE_HEADER: &str = "webhook-signature";
 
 /// Why one POST did not deliver.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +140,7 @@ impl Webhook {
         &self,
         notification: &Notification,
         body: Bytes,
+        timestamp: u64,
     ) -> Result<http::Request<Full<Bytes>>, PostError> {
         let secret = |flag, path: &Path| {
             read_secret(flag, path).map_err(|e| PostError::Transport(format!("{e:#}")))
@@ -142,9 +149,19 @@ impl Webhook {
         for (name, value) in &notification.headers {
             request = request.header(*name, value.as_str());
         }
+        request = request.header(TIMESTAMP_HEADER, timestamp.to_string());
         if let Some(path) = &self.signing_key_file {
             let key = secret("--exit-webhook-signing-key-file", path)?;
             request = request.header(SIGNATURE_HEADER, signature(&key, &body));
+            let id = notification
+                .headers
+                .iter()
+                .find(|(name, _)| *name == "webhook-id")
+                .map_or("", |(_, id)| id.as_str());
+            request = request.header(
+                STANDARD_SIGNATURE_HEADER,
+                standard_signature(&key, id, timestamp, &body),
+            );
         }
         if let Some(path) = &self.token_file {
             let token = secret("--exit-webhook-token-file", path)?;
@@ -163,7 +180,10 @@ impl Webhook {
         notification: &Notification,
         timeout: Duration,
     ) -> Result<(), PostError> {
-        let request = self.request(notification, Bytes::from(notification.body.to_string()))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        let request = self.request(notification, notification.body.clone(), now)?;
         let exchange = async {
             let sent = match &self.transport {
                 Transport::Plain(client) => client.request(request).await,
@@ -192,6 +212,22 @@ impl Webhook {
             .await
             .unwrap_or(Err(PostError::Timeout(timeout)))
     }
+}
+
+/// `v1,<base64>` of the HMAC-SHA256 of `<id>.<timestamp>.<body>`, as Standard Webhooks signs:
+/// keyed with the secret's bytes after `whsec_` base64-decoded when the key file holds a
+/// Standard Webhooks secret, else with the file's bytes as they are.
+pub fn standard_signature(key: &[u8], id: &str, timestamp: u64, body: &[u8]) -> String {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let decoded = key
+        .strip_prefix(b"whsec_")
+        .and_then(|secret| engine.decode(secret).ok());
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, decoded.as_deref().unwrap_or(key));
+    let mut context = ring::hmac::Context::with_key(&key);
+    context.update(format!("{id}.{timestamp}.").as_bytes());
+    context.update(body);
+    format!("v1,{}", engine.encode(context.sign().as_ref()))
 }
 
 /// `sha256=<hex>` of the HMAC-SHA256 of `body` under `key`.

@@ -102,8 +102,8 @@ async fn receiver() -> (String, Seen) {
 fn notification() -> Notification {
     Notification {
         key: "uid/1".into(),
-        headers: vec![("ce-id", "uid/1".into())],
-        body: serde_json::json!({"phase": "Failed"}),
+        headers: vec![("ce-id", "uid/1".into()), ("webhook-id", "uid/1".into())],
+        body: serde_json::json!({"phase": "Failed"}).to_string().into(),
     }
 }
 
@@ -174,4 +174,43 @@ async fn an_answer_of_any_size_is_read_only_up_to_the_bound() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let sent = sent.load(std::sync::atomic::Ordering::SeqCst) >> 20;
     assert!(sent < 64, "the receiver got to send {sent} MiB");
+}
+
+/// The Standard Webhooks headers: a receiver holding the `whsec_` secret verifies the
+/// signature over id, timestamp and body (HMAC-SHA256 computed here with ring over the
+/// decoded secret, as the scheme says), so a request replayed later than its tolerance, or
+/// with another timestamp, is refused.
+#[tokio::test]
+async fn the_standard_webhooks_signature_covers_id_timestamp_and_body() {
+    use base64::Engine as _;
+    let (url, seen) = receiver().await;
+    let secret = base64::engine::general_purpose::STANDARD.encode(b"a standard webhooks secret");
+    let key = file("standard-key", &format!("whsec_{secret}\n"));
+    let options = WebhookOptions {
+        signing_key_file: Some(key.path()),
+        ..WebhookOptions::default()
+    };
+    let webhook = Webhook::new(&url, &options).unwrap();
+    webhook
+        .post(&notification(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap();
+    let (headers, body) = &seen[0];
+    let id = headers["webhook-id"].to_str().unwrap();
+    let timestamp = headers[TIMESTAMP_HEADER].to_str().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(now.abs_diff(timestamp.parse().unwrap()) < 60, "{timestamp}");
+    let signature = headers[STANDARD_SIGNATURE_HEADER].to_str().unwrap();
+    let tag = base64::engine::general_purpose::STANDARD
+        .decode(signature.strip_prefix("v1,").unwrap())
+        .unwrap();
+    let verifier = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"a standard webhooks secret");
+    let signed = [id.as_bytes(), b".", timestamp.as_bytes(), b".", body].concat();
+    ring::hmac::verify(&verifier, &signed, &tag).expect("verifies over id.timestamp.body");
+    let replayed = [id.as_bytes(), b".1.", body].concat();
+    assert!(ring::hmac::verify(&verifier, &replayed, &tag).is_err());
 }

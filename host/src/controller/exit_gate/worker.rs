@@ -217,10 +217,7 @@ fn recheck_later(gate: &Gate, facts: &WorkflowFacts, requeues: u32) {
 async fn recheck(gate: &Arc<Gate>, namespace: &str, name: &str, uid: &str, requeues: u32) {
     match workflows(&gate.ctx, namespace).get_opt(name).await {
         Ok(Some(live)) if live.metadata.uid.as_deref() == Some(uid) => {
-            let seen = serde_json::to_value(live)
-                .ok()
-                .and_then(|workflow| read_or_count(workflow, &gate.ctx.metrics));
-            if let Some(seen) = seen {
+            if let Some(seen) = read_or_count(live.into_value(), &gate.ctx.metrics) {
                 on_event(gate, EventKind::Relisted, seen, requeues, None).await;
             }
         }

@@ -33,22 +33,25 @@ const UID: &str = "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61";
 const PATH: &str = "/namespaces/team-a/workflows/nightly-etl";
 const STARTED: &str = "2026-08-04T01:00:00Z";
 
-/// A receiver that answers every POST with `status`, counting them.
+/// A receiver that answers every POST with `status`, counting them and keeping their bodies.
 struct Receiver {
     url: String,
     posts: Arc<AtomicUsize>,
     status: Arc<AtomicU16>,
+    bodies: Arc<std::sync::Mutex<Vec<bytes::Bytes>>>,
 }
 
 impl Receiver {
     async fn start(status: u16) -> Receiver {
         let posts = Arc::new(AtomicUsize::new(0));
         let answer = Arc::new(AtomicU16::new(status));
-        let (counted, answered) = (posts.clone(), answer.clone());
+        let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (counted, answered, kept) = (posts.clone(), answer.clone(), bodies.clone());
         let app = axum::Router::new().route(
             "/",
-            axum::routing::post(move || {
+            axum::routing::post(move |body: bytes::Bytes| {
                 counted.fetch_add(1, Ordering::SeqCst);
+                kept.lock().unwrap().push(body);
                 let code = answered.load(Ordering::SeqCst);
                 async move { http::StatusCode::from_u16(code).unwrap() }
             }),
@@ -60,6 +63,7 @@ impl Receiver {
             url,
             posts,
             status: answer,
+            bodies,
         }
     }
 
@@ -937,4 +941,70 @@ async fn observe_mode_reports_a_completion_claimed_by_a_notifying_controller() {
         .unwrap_or_default()
         .to_owned();
     assert!(note.contains("claimed by replica-b"), "{note}");
+}
+
+/// The receiver refuses the first POST; between the attempts the workflow is written again
+/// (a label, its message edited): the second attempt sends the very body of the first, the
+/// resourceVersion and message the claim froze.
+#[tokio::test]
+async fn every_attempt_sends_the_body_the_claim_froze() {
+    let mut h = Harness::new(3).await;
+    h.receiver.status.store(503, Ordering::SeqCst);
+    let at = finished_now();
+    let mut live = workflow("10", "Failed", &at, None);
+    live["status"]["message"] = json!("child 'etl' failed");
+    let key = key("Failed", &at);
+    let pending = format!("pending/{key}");
+    let claimed_at = |rv: &str, message: &str, claim: &Claim| {
+        let mut w = workflow(rv, "Failed", &at, Some(&pending));
+        w["status"]["message"] = json!(message);
+        w["metadata"]["annotations"][CLAIM_ANNOTATION] = json!(claim.annotation_value());
+        w
+    };
+    // The claim is answered as written (rv 11); the second attempt reads it back below.
+    h.api.expect(Method::GET, PATH, 200, live.clone()).expect(
+        Method::PATCH,
+        PATH,
+        200,
+        workflow("11", "Failed", &at, None),
+    );
+    let facts = WorkflowFacts::read(&live).unwrap();
+    let (tell, hear) = oneshot::channel();
+    assert!(
+        submit(&h.gate, facts, Origin::Seen, Some(tell))
+            .await
+            .is_none()
+    );
+    let running = tokio::spawn(h.tasks.recv().await.unwrap());
+    // Wait for the first POST, then script the second attempt with what was claimed.
+    while h.receiver.posts() < 1 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let claim = claim_of(&h.patches()[0]).expect("a claim");
+    assert_eq!(
+        claim.body.as_ref().map(|b| b.resource_version.as_str()),
+        Some("10")
+    );
+    h.receiver.status.store(200, Ordering::SeqCst);
+    h.api
+        .expect(
+            Method::GET,
+            PATH,
+            200,
+            claimed_at("15", "edited since", &claim),
+        )
+        .expect(
+            Method::PATCH,
+            PATH,
+            200,
+            workflow("16", "Failed", &at, None),
+        );
+    running.await.unwrap();
+    assert_eq!(hear.await.unwrap(), Outcome::Sent);
+    let bodies = h.receiver.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0], bodies[1], "one body per completion");
+    let body: Value = serde_json::from_slice(&bodies[1]).unwrap();
+    assert_eq!(body["resourceVersion"], "10");
+    assert_eq!(body["message"], "child 'etl' failed");
 }
