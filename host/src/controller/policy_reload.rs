@@ -284,6 +284,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn refused_settings_come_first_then_an_unreadable_then_an_uncertain_install() {
+        let read = |uncertain: Option<&str>| InstallRead {
+            env: Default::default(),
+            read_from: "its pod template".into(),
+            mode: Err("unknown".into()),
+            writer_protocol: Some(("kubeflow/api-0".into(), "api-owned-v1:ab".into())),
+            uncertain: uncertain.map(str::to_owned),
+        };
+        let refused = install_facts(Some("bad notify".into()), Some(&Ok(read(Some("rollout")))));
+        assert_eq!(
+            refused.settings,
+            SettingsHealth::Refused("bad notify".into())
+        );
+        assert_eq!(
+            refused.writer_protocol,
+            Some(("kubeflow/api-0".into(), "api-owned-v1:ab".into())),
+            "what was read is kept beside the refusal"
+        );
+        let unreadable = install_facts(None, Some(&Err(anyhow::anyhow!("forbidden"))));
+        assert_eq!(
+            unreadable.settings,
+            SettingsHealth::Unreadable("forbidden".into())
+        );
+        assert_eq!(unreadable.env_mode, None);
+        let uncertain = install_facts(None, Some(&Ok(read(Some("rollout")))));
+        assert_eq!(
+            uncertain.settings,
+            SettingsHealth::Uncertain("rollout".into())
+        );
+        assert_eq!(
+            install_facts(None, Some(&Ok(read(None)))).settings,
+            SettingsHealth::Ok
+        );
+        assert_eq!(install_facts(None, None), InstallFacts::default());
+    }
+
+    #[test]
     fn without_policy_reloads_only_the_settings_are_followed() {
         #[derive(clap::Parser)]
         struct Cli {

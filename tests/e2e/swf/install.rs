@@ -394,3 +394,38 @@ async fn the_environment_in_force_is_the_running_pods_not_a_template_not_rolled_
     running.stop().await;
     Ok(())
 }
+
+/// An API server install that cannot be read (its Deployment not there yet, RBAC refusing it)
+/// no longer stops the start: the loop holds its writes, says why once, and writes as soon as
+/// the install reads again.
+#[tokio::test]
+async fn an_install_that_cannot_be_read_holds_the_loop_until_it_can() -> Result<()> {
+    let control_plane = shared().await?;
+    let client = control_plane.client()?;
+    let namespace = control_plane.ns().await?;
+    seed(&client, &namespace, "kfp-2.3", "daily", 1).await?;
+    let running = shipped(&namespace)
+        .set("--target-version", "2.17.1")
+        .start(control_plane)
+        .await?;
+    running.wait_for_decisions("unsupported-target", 1).await?;
+    let note = event_note(&client, &namespace, POD, "SwfLoopHeld").await?;
+    ensure!(
+        note.contains("cannot be read") && note.contains("ml-pipeline"),
+        "{note}"
+    );
+    ensure!(running.handle.metrics().target().reason == "settings-unreadable");
+    ensure!(running.writes_total() == 0);
+    install(&client, &namespace, "2.17.1", None).await?;
+    running.wait_for_decisions("rebuild", 1).await?;
+    wait_for_all(
+        &client,
+        std::slice::from_ref(&namespace),
+        "the SWF rebuilt for 2.17.1",
+        |swf| stamped_version(swf) == Some("2.17.1"),
+    )
+    .await?;
+    event_note(&client, &namespace, POD, "SwfLoopWrites").await?;
+    running.stop().await;
+    Ok(())
+}
