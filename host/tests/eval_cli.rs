@@ -46,7 +46,7 @@ fn one_row(stdout: &str) -> Value {
 #[test]
 fn a_kfp_2_3_swf_is_rebuilt_to_the_target_and_its_render_then_left_alone() {
     let old = repo_path("tests/data/swf/kfp-2.3.yaml");
-    let (ok, stdout) = eval("on-version-change", "json", &[&old]);
+    let (ok, stdout) = eval("on-version-change", "jsonl", &[&old]);
     assert!(ok);
     let row = one_row(&stdout);
     assert_eq!(row["decision"], "rebuild", "{row}");
@@ -91,7 +91,7 @@ fn a_kfp_2_3_swf_is_rebuilt_to_the_target_and_its_render_then_left_alone() {
         ("always", "up-to-date"),
         ("disable", "skip"),
     ] {
-        let (ok, stdout) = eval(policy, "json", &[&rendered]);
+        let (ok, stdout) = eval(policy, "jsonl", &[&rendered]);
         assert!(ok);
         let row = one_row(&stdout);
         assert_eq!(row["decision"], decision, "{policy}: {row}");
@@ -103,7 +103,7 @@ fn a_kfp_2_3_swf_is_rebuilt_to_the_target_and_its_render_then_left_alone() {
 #[test]
 fn disable_skips_the_old_swf_and_reports_what_would_change() {
     let old = repo_path("tests/data/swf/kfp-2.3.yaml");
-    let (ok, stdout) = eval("disable", "json", &[&old]);
+    let (ok, stdout) = eval("disable", "jsonl", &[&old]);
     assert!(ok);
     let row = one_row(&stdout);
     assert_eq!(row["decision"], "would-rebuild", "{row}");
@@ -155,7 +155,7 @@ fn the_table_lists_every_swf_and_a_readable_diff() {
 #[test]
 fn an_event_sequence_rejects_the_stale_copy_and_notifies_once_per_completion() {
     let sequence = repo_path("tests/data/events/stale-copy-sequence.yaml");
-    let (ok, stdout) = eval("always", "json", &[&sequence]);
+    let (ok, stdout) = eval("always", "jsonl", &[&sequence]);
     assert!(ok);
     let rows: Vec<Value> = stdout
         .lines()
@@ -199,4 +199,40 @@ fn an_event_sequence_rejects_the_stale_copy_and_notifies_once_per_completion() {
             "-"
         ]
     );
+}
+
+#[test]
+fn json_is_one_document_and_exit_code_tells_whether_a_decision_would_write() {
+    let run = |args: &[&str], input: &str| {
+        common::default_policy_command("eval")
+            .arg("--settings")
+            .arg(repo_path(SETTINGS))
+            .args(["--target-version", "2.17.0", "--rebuild-policy", "always"])
+            .args([
+                "--render-timeout-ms",
+                "5000",
+                "--decision-timeout-ms",
+                "5000",
+            ])
+            .args(args)
+            .arg(repo_path(input))
+            .env_remove(pipewarden::swf::REBUILD_POLICY_ENV)
+            .output()
+            .expect("run pipewarden")
+    };
+    let old = "tests/data/swf/kfp-2.3.yaml";
+    let out = run(&["-o", "json"], old);
+    assert_eq!(out.status.code(), Some(0));
+    let document: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(document["swfs"][0]["decision"], "rebuild", "{document}");
+    assert!(
+        document["target"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("target 2.17.0")),
+        "{document}"
+    );
+    assert_eq!(run(&["--exit-code"], old).status.code(), Some(1));
+    // A reference-only SWF: nothing to write.
+    let reference = "tests/data/swf/kfp-reference-only.yaml";
+    assert_eq!(run(&["--exit-code"], reference).status.code(), Some(0));
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds etcd, kube-apiserver, kustomize, Helm, the OCI registry, crane, cosign, Argo Workflows v4's
 # workflow controller and `argo retry`, and kwok from the pinned Go wrapper modules beside this
-# script, and copies Argo's CRDs out of the same module.
+# script, and copies Argo's CRDs out of the same module and the OpenReports CRDs out of theirs.
 # Output: $PIPEWARDEN_CONTROL_PLANE_CACHE (default <repo>/.cache/bin). A binary is rebuilt only
 # when its version marker (derived from the go.mod pins) differs.
 #
@@ -151,6 +151,30 @@ crds() { # <name> <module dir> <module>
   echo "control-plane: $name copied ($want)"
 }
 crds argo-v4-crds "$here/argo-v4" "$argo4"
+# OpenReports' Report CRDs (the policy reports policy engines and Policy Reporter read), from
+# the API module at the pinned version, as its own `config/crd` has them.
+openreports_crds() {
+  local name=openreports-crds dir="$here/openreports" mod=github.com/openreports/reports-api
+  local want target="$out/openreports-crds"
+  want="$(marker "$dir" "$mod")"
+  if ((${#only[@]})) && [[ " ${only[*]} " != *" $name "* ]]; then
+    return
+  fi
+  if [[ -f "$target/.version" && "$(cat "$target/.version")" == "$want" ]]; then
+    echo "control-plane: $name up to date ($want)"
+    return
+  fi
+  local source
+  (cd "$dir" && go mod download "$mod")
+  source="$(cd "$dir" && go list -m -f '{{.Dir}}' "$mod")/config/crd"
+  rm -rf "$target.tmp" && mkdir -p "$target.tmp"
+  cp "$source"/openreports.io_*.yaml "$target.tmp/"
+  chmod -R u+w "$target.tmp"
+  rm -rf "$target" && mv "$target.tmp" "$target"
+  echo "$want" >"$target/.version"
+  echo "control-plane: $name copied ($want)"
+}
+openreports_crds
 kwok_version="$(pinned "$here/kwok" sigs.k8s.io/kwok)"
 build kwok "$here/kwok" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok \
   "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}"

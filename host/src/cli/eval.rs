@@ -2,7 +2,7 @@
 //! same engine and decision logic as the controller.
 
 use std::collections::HashSet;
-use std::io::Write as _;
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,8 +19,17 @@ use crate::exit::tombstone::ManualClock;
 use crate::swf::decide::{RenderTarget, SwfOutcome, decide};
 use crate::swf::{not_rebuildable_reason, object_key, parse_rebuild_policy};
 
-/// Returns whether every decision was made (no policy error).
-pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
+/// What `eval` found, for the exit status.
+#[derive(Default)]
+struct Found {
+    /// A decision failed (a policy error).
+    errors: bool,
+    /// A decision would write: an SWF that differs from its render, a notification.
+    writes: bool,
+}
+
+/// Runs `eval`; returns the exit status (see `--exit-code`).
+pub fn run(args: &EvalArgs) -> anyhow::Result<i32> {
     let settings = read_settings(args.settings.as_ref())?;
     let policy_args = args.policy.with_settings_budget(&settings.budget);
     args.check_floors(&policy_args)?;
@@ -40,35 +49,79 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<bool> {
         target_version: args.target_version.clone(),
         settings,
     };
-    let mut all_ok = true;
+    let mut found = Found::default();
     let mut swfs = Vec::new();
+    let mut sequences = Vec::new();
+    let mut out = std::io::stdout().lock();
     for path in &args.inputs {
         for input in inputs::load(path)? {
             match input {
                 Input::Swf { object, .. } => swfs.push(object),
                 Input::Events { source, events } => {
-                    all_ok &= eval_events(&policy, &source, &events, args)?;
+                    let rows = eval_events(&policy, &events, args, &mut found);
+                    if args.output == OutputFormat::Table {
+                        print_event_table(&mut out, &source, &rows)?;
+                    } else if args.output == OutputFormat::Jsonl {
+                        for row in &rows {
+                            writeln!(out, "{row}")?;
+                        }
+                    }
+                    sequences.push(json!({"source": source, "events": rows}));
                 }
             }
         }
     }
-    if !swfs.is_empty() {
-        all_ok &= eval_swfs(&policy, &swfs, &target, args.output)?;
+    let (swf_rows, support) = if swfs.is_empty() {
+        (Vec::new(), None)
+    } else {
+        let (rows, support) = eval_swfs(&policy, &swfs, &target, &mut found);
+        (rows, Some(support.line(target.target_version.as_deref())))
+    };
+    match args.output {
+        OutputFormat::Table => {
+            if !swf_rows.is_empty() {
+                print_swf_table(&mut out, &swf_rows)?;
+            }
+            if let Some(line) = &support {
+                writeln!(out, "\n{line}")?;
+            }
+        }
+        OutputFormat::Jsonl => {
+            for row in &swf_rows {
+                writeln!(out, "{row}")?;
+            }
+        }
+        OutputFormat::Json | OutputFormat::Yaml => {
+            let document = json!({
+                "swfs": swf_rows,
+                "event_sequences": sequences,
+                "target": support,
+            });
+            if args.output == OutputFormat::Json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&document)?)?;
+            } else {
+                write!(out, "{}", serde_yaml::to_string(&document)?)?;
+            }
+        }
     }
-    Ok(all_ok)
+    out.flush()?;
+    Ok(match (args.exit_code, found.errors, found.writes) {
+        (true, true, _) => 2,
+        (true, false, writes) => i32::from(writes),
+        (false, errors, _) => i32::from(errors),
+    })
 }
 
+/// A row per SWF: its decision, reason, changed paths, diff lines and (for a rebuild) the
+/// render that would be written.
 fn eval_swfs(
     policy: &Policy,
     swfs: &[Value],
     target: &RenderTarget,
-    output: OutputFormat,
-) -> std::io::Result<bool> {
-    let mut out = std::io::stdout().lock();
-    let mut table = Table::new(&["SWF", "DECISION", "CHANGES", "REASON"]);
-    let mut diffs = String::new();
-    let mut all_ok = true;
+    found: &mut Found,
+) -> (Vec<Value>, TargetSupport) {
     let mut support = TargetSupport::default();
+    let mut rows = Vec::new();
     for swf in swfs {
         let key = object_key(swf);
         let decided = decide(policy, swf, target);
@@ -85,41 +138,52 @@ fn eval_swfs(
                 ("not-rebuildable", reason.to_owned(), None)
             }
             Err(error) => {
-                all_ok = false;
+                found.errors = true;
                 ("error", format!("{} ({})", error, error.kind()), None)
             }
         };
         let changes = outcome.as_ref().map(SwfOutcome::changes).unwrap_or(&[]);
-        if output != OutputFormat::Table {
-            let lines: Vec<String> = changes.iter().map(ToString::to_string).collect();
-            let paths: Vec<&str> = changes.iter().map(|c| c.path()).collect();
-            let rendered = match &outcome {
-                Some(SwfOutcome::Rebuild { desired, .. }) => desired.clone(),
-                _ => Value::Null,
-            };
-            let row = json!({"swf": key, "decision": label, "reason": reason, "paths": paths, "diff": lines, "rendered": rendered});
-            write_row(&mut out, output, &row)?;
-            continue;
-        }
+        found.writes |= !changes.is_empty();
+        let lines: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        let paths: Vec<&str> = changes.iter().map(|c| c.path()).collect();
+        let rendered = match &outcome {
+            Some(SwfOutcome::Rebuild { desired, .. }) => desired.clone(),
+            _ => Value::Null,
+        };
+        rows.push(json!({"swf": key, "decision": label, "reason": reason, "paths": paths, "diff": lines, "rendered": rendered}));
+    }
+    (rows, support)
+}
+
+fn print_swf_table(out: &mut impl Write, rows: &[Value]) -> std::io::Result<()> {
+    let mut table = Table::new(&["SWF", "DECISION", "CHANGES", "REASON"]);
+    let mut diffs = String::new();
+    let text = |row: &Value, key: &str| row[key].as_str().unwrap_or_default().to_owned();
+    for row in rows {
+        let lines: Vec<&str> = row["diff"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         table.row(vec![
-            key.clone(),
-            label.into(),
-            changes.len().to_string(),
-            reason,
+            text(row, "swf"),
+            text(row, "decision"),
+            lines.len().to_string(),
+            text(row, "reason"),
         ]);
-        if !changes.is_empty() {
-            diffs.push_str(&format!("\n{key}: {} change(s)\n", changes.len()));
-            for change in changes {
+        if !lines.is_empty() {
+            diffs.push_str(&format!(
+                "\n{}: {} change(s)\n",
+                text(row, "swf"),
+                lines.len()
+            ));
+            for change in lines {
                 diffs.push_str(&format!("  {change}\n"));
             }
         }
     }
-    if output == OutputFormat::Table {
-        write!(out, "{}{diffs}", table.render())?;
-        writeln!(out, "{}", support.line(target.target_version.as_deref()))?;
-    }
-    out.flush()?;
-    Ok(all_ok)
+    write!(out, "{}{diffs}", table.render())
 }
 
 /// Whether the policy compiled for the target, as its decisions showed: said after the table.
@@ -144,38 +208,27 @@ impl TargetSupport {
         let target = target.unwrap_or("unknown");
         match (&self.refused, self.rendered) {
             (Some(reason), _) => format!(
-                "\ntarget {target}: not compiled for by the policy ({reason}); nothing would be \
+                "target {target}: not compiled for by the policy ({reason}); nothing would be \
                  written"
             ),
-            (None, true) => format!("\ntarget {target}: the policy compiles for it"),
-            (None, false) => format!("\ntarget {target}: no render was needed to decide"),
+            (None, true) => format!("target {target}: the policy compiles for it"),
+            (None, false) => format!("target {target}: no render was needed to decide"),
         }
     }
 }
 
+/// A row per event of one sequence, through the tombstone cache and the policy, on a
+/// simulated clock.
 fn eval_events(
     policy: &Policy,
-    source: &str,
     events: &[EventInput],
     args: &EvalArgs,
-) -> anyhow::Result<bool> {
+    found: &mut Found,
+) -> Vec<Value> {
     let clock = Arc::new(ManualClock::default());
     let tombstones = TombstoneCache::new(args.tombstone_ttl, 100_000, clock.clone());
     let mut notified = HashSet::new();
-    let mut table = Table::new(&[
-        "#",
-        "EVENT",
-        "WORKFLOW",
-        "UID",
-        "RV",
-        "PHASE",
-        "TOMBSTONE",
-        "DECISION",
-        "ACTION",
-        "REASON",
-    ]);
-    let mut all_ok = true;
-    let mut out = std::io::stdout().lock();
+    let mut rows = Vec::new();
     for (index, input) in events.iter().enumerate() {
         clock.advance(Duration::from_secs(input.after_seconds));
         let kind = event_kind_name(input.kind);
@@ -196,6 +249,7 @@ fn eval_events(
                 let action = if !assessment.act {
                     "-"
                 } else if notified.insert(facts.completion_key()) {
+                    found.writes = true;
                     "notify"
                 } else {
                     "already notified"
@@ -207,55 +261,39 @@ fn eval_events(
                 })
             }
             Err(error) => {
-                all_ok = false;
+                found.errors = true;
                 json!({"#": index + 1, "event": kind, "decision": "error", "reason": format!("{error} ({})", error.kind())})
             }
         };
-        if args.output != OutputFormat::Table {
-            write_row(&mut out, args.output, &row)?;
-        } else {
-            let cell = |key: &str| match &row[key] {
-                Value::String(s) => s.clone(),
-                Value::Null => String::new(),
-                other => other.to_string(),
-            };
-            table.row(
-                [
-                    "#",
-                    "event",
-                    "workflow",
-                    "uid",
-                    "rv",
-                    "phase",
-                    "tombstone",
-                    "decision",
-                    "action",
-                    "reason",
-                ]
-                .iter()
-                .map(|key| cell(key))
-                .collect(),
-            );
-        }
+        rows.push(row);
     }
-    if args.output == OutputFormat::Table {
-        writeln!(out, "{source}: {} event(s)", events.len())?;
-        write!(out, "{}", table.render())?;
-    }
-    out.flush()?;
-    Ok(all_ok)
+    rows
 }
 
-/// One row as a JSON line or a YAML document.
-fn write_row(
-    out: &mut impl std::io::Write,
-    output: OutputFormat,
-    row: &Value,
-) -> std::io::Result<()> {
-    if output == OutputFormat::Yaml {
-        let text = serde_yaml::to_string(row).map_err(std::io::Error::other)?;
-        write!(out, "---\n{text}")
-    } else {
-        writeln!(out, "{row}")
+const EVENT_COLUMNS: [&str; 10] = [
+    "#",
+    "event",
+    "workflow",
+    "uid",
+    "rv",
+    "phase",
+    "tombstone",
+    "decision",
+    "action",
+    "reason",
+];
+
+fn print_event_table(out: &mut impl Write, source: &str, rows: &[Value]) -> std::io::Result<()> {
+    let headers: Vec<String> = EVENT_COLUMNS.iter().map(|c| c.to_uppercase()).collect();
+    let mut table = Table::with_headers(headers);
+    let cell = |row: &Value, key: &str| match &row[key] {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    for row in rows {
+        table.row(EVENT_COLUMNS.iter().map(|key| cell(row, key)).collect());
     }
+    writeln!(out, "{source}: {} event(s)", rows.len())?;
+    write!(out, "{}", table.render())
 }

@@ -1,6 +1,7 @@
 //! The `pipewarden` command line.
 
 pub mod eval;
+mod examples;
 pub mod inputs;
 pub mod plan;
 pub mod policy_push;
@@ -25,17 +26,23 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the controller.
+    #[command(after_help = examples::RUN)]
     Run(Box<crate::config::RunArgs>),
-    /// What `run` would do on the cluster now, read-only: a table per SWF and per recently
-    /// completed workflow. Takes every flag and variable `run` takes.
+    /// What `run` would do on the cluster now, read-only: a summary by namespace, a row per
+    /// SWF and per recently completed workflow. Takes every flag and variable `run` takes.
+    #[command(after_help = examples::PLAN)]
     Plan(Box<crate::config::PlanArgs>),
     /// Evaluate a policy offline on SWFs and workflow event sequences.
+    #[command(after_help = examples::EVAL)]
     Eval(crate::config::EvalArgs),
     /// Compile a policy into the cache directory.
+    #[command(after_help = examples::PRECOMPILE)]
     Precompile(crate::config::PrecompileArgs),
     /// Run case files against a policy: 0 all pass, 1 any fails, 2 a malformed case file.
+    #[command(after_help = examples::TEST)]
     Test(crate::config::TestArgs),
-    /// Print a shell completion script: `pipewarden completions bash > /etc/bash_completion.d/pipewarden`.
+    /// Print a shell completion script.
+    #[command(after_help = examples::COMPLETIONS)]
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
@@ -49,6 +56,7 @@ pub enum Command {
 pub enum PolicyCommand {
     /// Push a .wasm policy to a registry as a CNCF Wasm artifact; prints the reference
     /// pinned to its digest, the form `--policy` takes.
+    #[command(after_help = examples::POLICY_PUSH)]
     Push(crate::config::PushArgs),
 }
 
@@ -89,7 +97,7 @@ pub fn main(cli: Cli) -> anyhow::Result<i32> {
             runtime.block_on(crate::controller::run(*args)).map(|()| 0)
         }
         Command::Plan(args) => plan::run(&args),
-        Command::Eval(args) => Ok(if eval::run(&args)? { 0 } else { 1 }),
+        Command::Eval(args) => eval::run(&args),
         Command::Precompile(args) => precompile::run(&args).map(|()| 0),
         Command::Test(args) => test::run(&args),
         Command::Policy(PolicyCommand::Push(args)) => policy_push::run(&args).map(|()| 0),

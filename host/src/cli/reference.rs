@@ -29,6 +29,9 @@ fn render(command: &Command, path: &mut Vec<String>, page: &mut String) {
         let usage = usage.trim_start_matches("Usage: ").trim();
         page.push_str(&format!("```\n{usage}\n```\n"));
         flags(command, page);
+        if let Some(examples) = command.get_after_help() {
+            examples_section(&examples.to_string(), page);
+        }
     }
     for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
         render(sub, path, page);
@@ -65,6 +68,19 @@ fn flags(command: &Command, page: &mut String) {
     }
 }
 
+/// The `Examples:` a command's `--help` ends with, as a shell block.
+fn examples_section(text: &str, page: &mut String) {
+    let body: Vec<&str> = text
+        .lines()
+        .skip_while(|line| line.trim() == "Examples:")
+        .map(|line| line.strip_prefix("  ").unwrap_or(line))
+        .collect();
+    page.push_str(&format!(
+        "\n### Examples\n\n```sh\n{}\n```\n",
+        body.join("\n")
+    ));
+}
+
 fn name(arg: &Arg) -> String {
     let value = arg
         .get_value_names()
@@ -96,17 +112,29 @@ pub fn help(arg: &Arg) -> String {
         .or(arg.get_help())
         .map(|h| one_paragraph(&h.to_string()))
         .unwrap_or_default();
-    let possible: Vec<String> = arg
-        .get_possible_values()
+    let values = arg.get_possible_values();
+    let values: Vec<_> = values.iter().filter(|v| !v.is_hide_set()).collect();
+    let possible: Vec<String> = values
         .iter()
-        .filter(|v| !v.is_hide_set())
-        .map(|v| v.get_name().to_owned())
+        .map(|v| match v.get_help() {
+            Some(help) => format!("`{}`: {}", v.get_name(), one_paragraph(&help.to_string())),
+            None => v.get_name().to_owned(),
+        })
         .collect();
-    let takes_bool = possible == ["true", "false"];
+    let names: Vec<&str> = values.iter().map(|v| v.get_name()).collect();
+    let takes_bool = names == ["true", "false"];
+    let described = values.iter().any(|v| v.get_help().is_some());
+    let stop = if text.is_empty() || text.ends_with(['.', ']']) {
+        ""
+    } else {
+        "."
+    };
     if possible.is_empty() || takes_bool {
         text
+    } else if described {
+        format!("{text}{stop} One of: {}", possible.join("; "))
     } else {
-        format!("{text} One of: {}.", possible.join(", "))
+        format!("{text}{stop} One of: {}.", possible.join(", "))
     }
 }
 

@@ -1,14 +1,18 @@
 //! Plain aligned tables for terminal output.
 
 pub struct Table {
-    headers: Vec<&'static str>,
+    headers: Vec<String>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    pub fn new(headers: &[&'static str]) -> Self {
+    pub fn new(headers: &[&str]) -> Self {
+        Self::with_headers(headers.iter().map(|h| (*h).to_owned()).collect())
+    }
+
+    pub fn with_headers(headers: Vec<String>) -> Self {
         Table {
-            headers: headers.to_vec(),
+            headers,
             rows: Vec::new(),
         }
     }
@@ -38,7 +42,7 @@ impl Table {
                 .collect();
             padded.join("  ").trim_end().to_string()
         };
-        let mut out = line(self.headers.clone());
+        let mut out = line(self.headers.iter().map(String::as_str).collect());
         out.push('\n');
         for row in &self.rows {
             out.push_str(&line(row.iter().map(String::as_str).collect()));

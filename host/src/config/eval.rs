@@ -10,10 +10,13 @@ use crate::swf::REBUILD_POLICY_ENV;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputFormat {
+    /// Aligned tables, each SWF's diff after its table.
     Table,
-    /// One JSON object per line.
+    /// One JSON document: the SWF rows, each event sequence's rows, what the target said.
     Json,
-    /// One YAML document per row.
+    /// JSON Lines: one row per line, as decided.
+    Jsonl,
+    /// One YAML document, as json.
     Yaml,
 }
 
@@ -33,8 +36,14 @@ pub struct EvalArgs {
     /// How long a tombstone lasts in the simulated event sequence.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub tombstone_ttl: Duration,
+    /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
+    /// Exit 1 when a decision would write (an SWF that differs from its render, a completion
+    /// that would be notified), 0 when none would, 2 on an error (a policy error included),
+    /// as `kubectl diff` does. Without it: 0, or 1 on a policy error.
+    #[arg(long)]
+    pub exit_code: bool,
     /// SWF files, or files of workflow watch events.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,

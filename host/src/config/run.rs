@@ -8,7 +8,7 @@ use anyhow::bail;
 use super::duration::parse_duration;
 use super::floor::{Floor, SECOND, check};
 use super::settings::read_settings;
-use super::{ExitArgs, LeaderArgs, PolicyArgs, Shard, SwfArgs};
+use super::{ExitArgs, LeaderArgs, PolicyArgs, ReportArgs, Shard, SwfArgs};
 use crate::swf::api_server_env::DeploymentRef;
 
 #[derive(clap::Args, Debug)]
@@ -88,6 +88,8 @@ pub struct RunArgs {
     pub exit: ExitArgs,
     #[command(flatten)]
     pub swf: SwfArgs,
+    #[command(flatten)]
+    pub reports: ReportArgs,
     /// The API server's URL, named in connection errors; `run` takes it from the kubeconfig.
     #[arg(skip)]
     pub api_server_url: Option<String>,
@@ -130,6 +132,7 @@ impl RunArgs {
         ));
         floors.extend(self.swf.floors());
         floors.extend(self.exit.floors());
+        floors.extend(self.reports.floors());
         check(&floors)?;
         self.check_pool(policy)
     }

@@ -10,6 +10,7 @@ pub mod leader;
 pub mod metrics;
 pub mod policy_handle;
 pub mod policy_reload;
+pub mod reports;
 pub mod settings_source;
 pub mod swf;
 pub mod tls;
@@ -170,7 +171,9 @@ pub async fn start_with(
     let mut args = args;
     let shard = args.shard.unwrap_or_default();
     args.leader.lease_name = shard.lease_name(&args.leader.lease_name);
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::with_swf_namespaces(
+        args.reports.metrics_swf_namespaces,
+    ));
     report_mode(&args, &metrics);
     metrics.info.set_shard(shard.index, shard.count);
     metrics.completions.set_shard(shard);
@@ -266,6 +269,7 @@ pub async fn start_with(
             metrics,
         ));
     }
+    tasks.spawn(reports::run(ctx.clone(), args.reports.clone()));
     if args.exit.exit_gate {
         ctx.readiness.expect("exit");
         tasks.spawn(exit_gate::run(ctx.clone(), args.exit, hooks.exit_events));

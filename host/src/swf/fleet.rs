@@ -2,11 +2,11 @@
 //! summary and the policy reports share: one state per SWF, from the outcome of its last
 //! decision. Pure.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::outcome::SwfOutcome;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SwfState {
     /// What the target's API server would write, or the policy chose not to rebuild it.

@@ -1,5 +1,6 @@
 //! `pipewarden test`: case files against the default policy; the status says pass (0), fail
-//! (1) or a malformed file (2); the outputs a person and a program read. And `eval -o yaml`.
+//! (1) or a malformed file (2); the outputs a person and a program read, `--run` and
+//! `-o junit`. And `eval -o yaml|jsonl`.
 
 use std::process::Output;
 
@@ -279,30 +280,83 @@ fn yaml_output_lists_every_case_and_settings_override_the_file() {
 }
 
 #[test]
-fn eval_writes_one_yaml_document_per_row() {
-    let out = common::default_policy_command("eval")
-        .args([
-            "--render-timeout-ms",
-            "5000",
-            "--decision-timeout-ms",
-            "5000",
-            "-o",
-            "yaml",
-        ])
-        .arg(repo_path("tests/data/events/stale-copy-sequence.yaml"))
-        .env_remove("PIPEWARDEN_LOG")
-        .output()
-        .unwrap();
+fn eval_writes_one_yaml_document_and_json_lines_on_request() {
+    let eval = |output: &str| {
+        common::default_policy_command("eval")
+            .args([
+                "--render-timeout-ms",
+                "5000",
+                "--decision-timeout-ms",
+                "5000",
+                "-o",
+                output,
+            ])
+            .arg(repo_path("tests/data/events/stale-copy-sequence.yaml"))
+            .env_remove("PIPEWARDEN_LOG")
+            .output()
+            .unwrap()
+    };
+    let out = eval("yaml");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
-    let rows: Vec<Value> = serde_yaml::Deserializer::from_str(&stdout)
-        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
-        .collect();
-    assert!(rows.len() >= 5, "{stdout}");
+    let document: Value = serde_yaml::from_slice(&out.stdout).expect("one YAML document");
+    let rows = document["event_sequences"][0]["events"]
+        .as_array()
+        .expect("the sequence's rows");
+    assert!(rows.len() >= 5, "{document}");
     assert!(
         rows.iter().any(|row| row["decision"] == "reject-stale"),
-        "{stdout}"
+        "{document}"
     );
+    let out = eval("jsonl");
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    assert_eq!(&lines, rows, "the same rows, one per line");
+}
+
+#[test]
+fn run_selects_cases_by_name_and_junit_reports_each_failure() {
+    let cases = case_file(
+        "mixed.yaml",
+        r#"cases:
+  - name: old swf rebuilds
+    export: should-rebuild
+    swf: {file: SWF/kfp-2.3.yaml}
+    expect: rebuild
+  - name: old swf wrongly expected to skip
+    export: should-rebuild
+    swf: {file: SWF/kfp-2.3.yaml}
+    expect: skip
+"#,
+    );
+    let only_passing = test_command(&["--run", "rebuilds$"], &[cases.arg()]);
+    assert_eq!(
+        only_passing.status.code(),
+        Some(0),
+        "{}",
+        text(&only_passing.stdout)
+    );
+    assert!(text(&only_passing.stdout).contains("1 passed, 0 failed, 1 case(s)"));
+    let junit = test_command(&["-o", "junit"], &[cases.arg()]);
+    assert_eq!(junit.status.code(), Some(1));
+    let xml = text(&junit.stdout);
+    assert!(
+        xml.starts_with("<?xml") && xml.contains("tests=\"2\" failures=\"1\""),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<testcase name=\"old swf rebuilds\" classname=\"should-rebuild\"/>"),
+        "{xml}"
+    );
+    assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
+    let none = test_command(&["--run", "no such case"], &[cases.arg()]);
+    assert_eq!(
+        none.status.code(),
+        Some(2),
+        "a --run that matches nothing is an error"
+    );
+    assert!(text(&none.stderr).contains("no case name matches"));
 }
 
 #[test]

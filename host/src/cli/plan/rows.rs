@@ -11,22 +11,38 @@ use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::{Mark, Plan, Rules, plan_facts};
 use crate::exit::outcome::Outcome;
 use crate::swf::decide::SwfOutcome;
+use crate::swf::fleet::SwfState;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct SwfRow {
     pub swf: String,
-    pub plan: &'static str,
+    pub plan: String,
+    /// The state `pipewarden_swfs` would count it under (`plan` never writes, so never
+    /// `rebuilt`); None for an outcome that leaves no SWF (gone).
+    pub state: Option<SwfState>,
     /// The fields a write would change.
     pub changes: Vec<String>,
     pub reason: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diff: Vec<String>,
 }
 
 impl SwfRow {
     /// The SWF differs from what the controller would write.
     pub fn writes(&self) -> bool {
-        matches!(self.plan, "would rebuild" | "would restore")
+        matches!(self.plan.as_str(), "would rebuild" | "would restore")
+    }
+
+    /// It cannot be served as it is (see [`SwfState::is_problem`]).
+    pub fn is_problem(&self) -> bool {
+        self.state.is_some_and(SwfState::is_problem)
+    }
+
+    /// `namespace` of `namespace/name`.
+    pub fn namespace(&self) -> &str {
+        self.swf
+            .split_once('/')
+            .map_or("", |(namespace, _)| namespace)
     }
 }
 
@@ -47,7 +63,8 @@ pub fn swf_row(swf: String, outcome: &SwfOutcome) -> SwfRow {
     let changes = outcome.changes();
     SwfRow {
         swf,
-        plan,
+        plan: plan.to_owned(),
+        state: SwfState::planned(outcome),
         changes: changes.iter().map(|c| c.path().to_owned()).collect(),
         reason: outcome.reason(),
         diff: changes.iter().map(ToString::to_string).collect(),
@@ -71,18 +88,26 @@ pub fn changes_summary(paths: &[String]) -> String {
     format!("{}: {}", paths.len(), parts.join(", "))
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct WorkflowRow {
     pub workflow: String,
     pub phase: String,
     pub finished_at: String,
-    pub plan: &'static str,
+    pub plan: String,
     pub reason: String,
 }
 
 impl WorkflowRow {
     pub fn writes(&self) -> bool {
         self.plan == "would notify"
+    }
+
+    /// Given up, not confirmed, or the policy failed on it.
+    pub fn is_problem(&self) -> bool {
+        matches!(
+            self.plan.as_str(),
+            "already failed" | "not confirmed" | "policy error"
+        )
     }
 }
 
@@ -106,7 +131,7 @@ pub fn workflow_row(
         workflow: format!("{}/{}", facts.namespace, facts.name),
         phase: facts.phase_text.clone(),
         finished_at: facts.finished_at.clone().unwrap_or_else(|| "-".into()),
-        plan,
+        plan: plan.to_owned(),
         reason,
     }
 }
@@ -149,9 +174,9 @@ fn notification_plan(
     }
 }
 
-/// The whole plan, as `-o json|yaml` prints it.
+/// What the plan was made under, said before any row.
 #[derive(Debug, Serialize)]
-pub struct Report {
+pub struct Header {
     pub target_version: Option<String>,
     /// KFP's mode as the install says: `multi-user`, `single-user` or `mode unknown`.
     pub mode: &'static str,
@@ -161,19 +186,12 @@ pub struct Report {
     pub swf_loop: String,
     pub rebuild_policy: &'static str,
     pub exit_mode: &'static str,
-    pub swfs: Vec<SwfRow>,
-    pub workflows: Vec<WorkflowRow>,
-    /// Completed workflows that finished before `--workflows-since`: not listed.
-    pub older_workflows: usize,
+    /// `changed` or `problems` when rows are filtered (`--only`).
+    pub only: Option<&'static str>,
     pub notes: Vec<String>,
 }
 
-impl Report {
-    /// Whether anything would be written: `--exit-code` exits 1 then.
-    pub fn writes(&self) -> bool {
-        self.swfs.iter().any(SwfRow::writes) || self.workflows.iter().any(WorkflowRow::writes)
-    }
-
+impl Header {
     /// What the configured install would do with the rows that write.
     pub fn mode_note(rebuild_policy: RebuildPolicy, observe: bool) -> Option<String> {
         let swfs = rebuild_policy == RebuildPolicy::Disable;

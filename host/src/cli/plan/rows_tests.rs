@@ -11,6 +11,7 @@ use crate::engine::{Eligibility, RebuildPolicy};
 use crate::exit::claim::{Claimant, MarkKey};
 use crate::exit::seen::SeenWorkflow;
 use crate::swf::decide::RenderTarget;
+use crate::swf::fleet::SwfState;
 use crate::swf::plan::plan;
 use crate::testing::{data, default_policy, default_settings};
 
@@ -94,7 +95,7 @@ fn completions_are_told_apart_as_the_exit_gate_would() {
     let now = Timestamp::now().to_string();
     let fresh = completed(&now, json!({}));
     let row = plan_of(&fresh, &Eligibility::Process);
-    assert_eq!((row.plan, row.writes()), ("would notify", true));
+    assert_eq!((row.plan.as_str(), row.writes()), ("would notify", true));
 
     let key = fresh.facts.completion_key();
     let sent = completed(
@@ -114,38 +115,26 @@ fn completions_are_told_apart_as_the_exit_gate_would() {
     let skip = Eligibility::Skip("no exit handler".into());
     let row = plan_of(&fresh, &skip);
     assert_eq!(
-        (row.plan, row.reason.as_str()),
+        (row.plan.as_str(), row.reason.as_str()),
         ("not eligible", "no exit handler")
     );
 }
 
 #[test]
-fn the_exit_code_follows_any_row_that_writes() {
-    let report = |swf_plan, workflow_plan| Report {
-        target_version: Some("2.17.0".into()),
-        mode: "single-user",
-        swf_owner: "pipewarden",
-        swf_loop: String::new(),
-        rebuild_policy: "always",
-        exit_mode: "notify",
-        swfs: vec![SwfRow {
-            swf: "a/b".into(),
-            plan: swf_plan,
-            changes: vec![],
-            reason: String::new(),
-            diff: vec![],
-        }],
-        workflows: vec![WorkflowRow {
-            workflow: "a/w".into(),
-            phase: "Succeeded".into(),
-            finished_at: "-".into(),
-            plan: workflow_plan,
-            reason: String::new(),
-        }],
-        older_workflows: 0,
-        notes: vec![],
+fn a_row_says_whether_it_writes_and_whether_it_is_a_problem() {
+    let row = row_for("kfp-2.3", RebuildPolicy::Disable, "2.17.0");
+    assert_eq!(row.state, Some(SwfState::WouldRebuild));
+    assert!(row.writes() && !row.is_problem());
+    let row = row_for("kfp-reference-only", RebuildPolicy::Always, "2.17.0");
+    assert!(!row.writes() && row.is_problem(), "{row:?}");
+    assert_eq!(row.namespace(), "");
+    let workflow = |plan: &str| WorkflowRow {
+        workflow: "a/w".into(),
+        phase: "Succeeded".into(),
+        finished_at: "-".into(),
+        plan: plan.into(),
+        reason: String::new(),
     };
-    assert!(!report("up to date", "already notified").writes());
-    assert!(report("would rebuild", "already notified").writes());
-    assert!(report("up to date", "would notify").writes());
+    assert!(workflow("would notify").writes());
+    assert!(workflow("already failed").is_problem() && !workflow("already notified").is_problem());
 }

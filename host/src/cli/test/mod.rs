@@ -4,6 +4,7 @@
 
 mod cases;
 pub mod format;
+mod junit;
 mod swf_checks;
 
 use std::io::Write as _;
@@ -44,7 +45,16 @@ impl Report {
 /// Runs every case of every file; returns the exit status (0 all pass, 1 any fails).
 pub fn run(args: &TestArgs) -> anyhow::Result<i32> {
     // Every file is read and checked before the policy runs: a malformed one is status 2.
-    let files = load_files(&args.cases)?;
+    let mut files = load_files(&args.cases)?;
+    if let Some(run) = &args.run {
+        for file in &mut files {
+            file.cases.retain(|case| run.is_match(&case.name));
+        }
+        files.retain(|file| !file.cases.is_empty());
+        if files.is_empty() {
+            anyhow::bail!("--run {run}: no case name matches");
+        }
+    }
     let override_settings = args
         .settings
         .as_ref()
@@ -133,7 +143,13 @@ pub fn print(report: &Report, output: TestOutput) -> anyhow::Result<()> {
     });
     match output {
         TestOutput::Json => writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?,
+        TestOutput::Jsonl => {
+            for row in rows {
+                writeln!(out, "{}", serde_json::to_string(row)?)?;
+            }
+        }
         TestOutput::Yaml => write!(out, "{}", serde_yaml::to_string(&summary)?)?,
+        TestOutput::Junit => write!(out, "{}", junit::render(rows))?,
         TestOutput::Table => {
             let mut table = Table::new(&["CASE", "EXPORT", "EXPECTED", "GOT", "RESULT"]);
             for row in rows {

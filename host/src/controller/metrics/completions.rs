@@ -71,6 +71,8 @@ pub struct ObservedCompletion {
     pub uid: Box<str>,
     pub phase: Box<str>,
     pub finished_at: Box<str>,
+    /// Unix seconds when it was observed.
+    pub since: i64,
 }
 
 struct Fact {
@@ -212,6 +214,7 @@ impl CompletionFleet {
             uid: capped(&seen.uid, NAME_MAX),
             phase: capped(&seen.phase_text, NAME_MAX),
             finished_at: capped(seen.finished_at.as_deref().unwrap_or("-"), NAME_MAX),
+            since: super::fleet::unix_now(),
         };
         let fact = Fact {
             state: Some(CompletionState::Observed),

@@ -38,6 +38,8 @@ pub struct SwfFact {
     pub state: SwfState,
     /// For findings only: why, in a line.
     pub detail: Option<Box<str>>,
+    /// Unix seconds since it has been in this state with this detail.
+    pub since: i64,
 }
 
 enum Gauges {
@@ -104,10 +106,15 @@ impl SwfFleet {
         };
         let detail = state.is_finding().then(|| capped(detail, DETAIL_MAX));
         let in_namespace = facts.swfs.entry(namespace.clone()).or_default();
+        let since = match in_namespace.get(&name) {
+            Some(before) if before.state == state && before.detail == detail => before.since,
+            _ => unix_now(),
+        };
         let fact = SwfFact {
             uid: capped(uid, NAME_MAX),
             state,
             detail,
+            since,
         };
         let before = in_namespace.insert(name, fact.clone());
         if before.as_ref().map(|b| b.state) != Some(state) {
@@ -224,6 +231,12 @@ impl SwfFleet {
         }
         (tally, found)
     }
+}
+
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() as i64)
 }
 
 /// `text`, cut to at most `max` bytes on a character boundary.

@@ -122,6 +122,8 @@ pub struct Metrics {
     pub swfs: fleet::SwfFleet,
     /// `pipewarden_exit_completions{state}`: completed workflows by their notification's state.
     pub completions: completions::CompletionFleet,
+    /// Policy report requests by outcome: applied, deleted, error.
+    pub report_writes: Family<OutcomeLabel, Counter>,
 }
 
 impl Metrics {
@@ -256,6 +258,12 @@ impl Metrics {
         let scale = scale::ScaleMetrics::register(&mut registry);
         let swfs = fleet::SwfFleet::register(&mut registry, swfs_by_namespace);
         let completions = completions::CompletionFleet::register(&mut registry);
+        let report_writes = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "report_writes",
+            "Policy report (OpenReports Report) requests by outcome",
+            report_writes.clone(),
+        );
         let info = info::InfoMetrics::register(&mut registry);
         let watch_last_success = Family::<WatchLabel, Gauge>::default();
         registry.register(
@@ -312,6 +320,7 @@ impl Metrics {
             info,
             swfs,
             completions,
+            report_writes,
         }
     }
 
@@ -335,7 +344,8 @@ impl Metrics {
     /// appears only at its first increment hides that increment from `increase()`, and an
     /// empty family is not exported at all.
     fn start_at_zero(&self) {
-        let outcomes: [(&Family<OutcomeLabel, Counter>, &[&str]); 4] = [
+        let outcomes: [(&Family<OutcomeLabel, Counter>, &[&str]); 5] = [
+            (&self.report_writes, &["applied", "deleted", "error"]),
             (&self.policy_loads, &["loaded", "refused"]),
             (&self.swf_writes, &["ok", "error"]),
             (
