@@ -113,9 +113,10 @@ pub struct ExitArgs {
     /// [default: 4 x --exit-webhook-timeout + 30s, past any delivery still in flight].
     #[arg(long, env = "PIPEWARDEN_EXIT_CLAIM_TTL", value_parser = parse_duration)]
     pub exit_claim_ttl: Option<Duration>,
-    /// A key (a mounted Secret, shared by the replicas) that claims are signed with; a pending
-    /// mark without a valid signature is then not a claim. Unset, or the file absent: claims
-    /// are unsigned (a warning at start).
+    /// Keys (a mounted Secret, shared by the replicas; one a line, the first signs, every one
+    /// verifies) that claims are signed with; a pending mark without a valid signature is then
+    /// not a claim. Unset: claims are unsigned (a warning at start); set, a file missing or
+    /// holding no key refuses to start.
     #[arg(long, env = "PIPEWARDEN_EXIT_MARK_KEY_FILE")]
     pub exit_mark_key_file: Option<PathBuf>,
     /// Most tombstones held; the least recently used are evicted beyond it.

@@ -155,41 +155,65 @@ impl Claim {
     }
 }
 
-/// The key claims are signed with, shared by the replicas; without one claims are unsigned
-/// and any claim on the object counts (forged ones then only delay, never cause, a delivery:
-/// whatever a claim is found on is assessed as the watch path assesses it).
+/// The keys claims are signed with, shared by the replicas: the first signs, any verifies, so
+/// a key is rotated by adding the new one first, then dropping the old one once every claim
+/// signed with it has settled. Without one claims are unsigned and any claim on the object
+/// counts (forged ones then only delay, never cause, a delivery: whatever a claim is found on
+/// is assessed as the watch path assesses it).
 #[derive(Clone, Default)]
-pub struct MarkKey(Option<hmac::Key>);
+pub struct MarkKey(Vec<hmac::Key>);
 
 impl MarkKey {
     pub fn new(secret: &[u8]) -> MarkKey {
-        MarkKey(Some(hmac::Key::new(hmac::HMAC_SHA256, secret)))
+        MarkKey::list(&[secret])
+    }
+
+    /// Keys in order: the first signs, every one verifies.
+    pub fn list(secrets: &[&[u8]]) -> MarkKey {
+        MarkKey(
+            secrets
+                .iter()
+                .map(|secret| hmac::Key::new(hmac::HMAC_SHA256, secret))
+                .collect(),
+        )
     }
 
     pub fn none() -> MarkKey {
-        MarkKey(None)
+        MarkKey(Vec::new())
     }
 
     pub fn is_set(&self) -> bool {
-        self.0.is_some()
+        !self.0.is_empty()
+    }
+
+    /// How many keys verify.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     fn sign(&self, claim: &Claim, completion: &str) -> Option<String> {
-        let key = self.0.as_ref()?;
+        let key = self.0.first()?;
         let tag = hmac::sign(key, claim.signed_text(completion).as_bytes());
         Some(hex::encode(tag.as_ref()))
     }
 
-    /// Whether `claim` was written by a controller holding this key, for `completion`. Without
-    /// a key every claim counts.
+    /// Whether `claim` was written by a controller holding one of these keys, for
+    /// `completion`. Without a key every claim counts.
     pub fn verifies(&self, claim: &Claim, completion: &str) -> bool {
-        let Some(key) = &self.0 else {
+        if self.0.is_empty() {
             return true;
-        };
+        }
         let Some(sig) = claim.sig.as_deref().and_then(|s| hex::decode(s).ok()) else {
             return false;
         };
-        hmac::verify(key, claim.signed_text(completion).as_bytes(), &sig).is_ok()
+        let text = claim.signed_text(completion);
+        self.0
+            .iter()
+            .any(|key| hmac::verify(key, text.as_bytes(), &sig).is_ok())
     }
 }
 
@@ -246,6 +270,40 @@ mod tests {
         assert!(
             MarkKey::none().verifies(&unsigned, KEY),
             "no key: any claim counts"
+        );
+    }
+
+    /// Rotation: the new key first, the old one after it. Claims the old key signed still
+    /// verify; new claims are signed with the new key, which a replica still on the old key
+    /// alone would not accept (so every replica gets the list before any signs with it).
+    #[test]
+    fn a_key_list_signs_with_the_first_and_verifies_with_any() {
+        let (old, new) = (
+            &b"the key signing until today"[..],
+            &b"the key signing from today"[..],
+        );
+        let me = Claimant::new("pipewarden-0");
+        let before = Claim::new(
+            &me,
+            Timestamp::now(),
+            Duration::from_secs(70),
+            KEY,
+            &MarkKey::new(old),
+        );
+        let rotating = MarkKey::list(&[new, old]);
+        assert!(rotating.verifies(&before, KEY), "an old claim still counts");
+        let after = Claim::new(
+            &me,
+            Timestamp::now(),
+            Duration::from_secs(70),
+            KEY,
+            &rotating,
+        );
+        assert!(MarkKey::new(new).verifies(&after, KEY));
+        assert!(!MarkKey::new(old).verifies(&after, KEY));
+        assert!(
+            !MarkKey::new(new).verifies(&before, KEY),
+            "the old key dropped"
         );
     }
 }

@@ -48,6 +48,10 @@ fn variants() -> Vec<(&'static str, Vec<String>)> {
         ("oci", oci.to_vec()),
         ("image", vec!["policy.source=image".to_owned()]),
         ("sharded", vec!["shards=3".to_owned()]),
+        (
+            "mark key",
+            vec!["exitMarkKey.secretName=pipewarden-mark-key".to_owned()],
+        ),
         ("mesh", mesh.map(str::to_owned).to_vec()),
     ]
 }
@@ -105,8 +109,13 @@ fn the_chart_renders_the_objects_kustomize_renders() -> Result<()> {
         println!("  - {step}");
     }
     let webhook = "https://webhook.example.com/hooks";
-    let cases: [(&str, Vec<String>, &str); 3] = [
+    let cases: [(&str, Vec<String>, &str); 4] = [
         ("defaults", vec![], ""),
+        (
+            "the mark key",
+            vec!["exitMarkKey.secretName=pipewarden-mark-key".into()],
+            "mark-key",
+        ),
         ("enforce=true", vec!["enforce=true".into()], "enforce"),
         (
             "monitoring and istio",
