@@ -47,7 +47,7 @@ fn a_damaged_artifact_is_recompiled() {
         ..PolicyOptions::default()
     };
     Policy::load(&built_policy("kfp-default"), options.clone()).unwrap();
-    let artifact = std::fs::read_dir(&dir)
+    let artifact = std::fs::read_dir(dir.join("compiled"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
@@ -74,7 +74,7 @@ fn an_artifact_without_its_mac_is_recompiled() {
         ..PolicyOptions::default()
     };
     Policy::load(&built_policy("kfp-default"), options.clone()).unwrap();
-    let checksums: Vec<_> = std::fs::read_dir(&dir)
+    let checksums: Vec<_> = std::fs::read_dir(dir.join("compiled"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "mac"))

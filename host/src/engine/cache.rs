@@ -3,9 +3,12 @@
 //! A compiled artifact is native code, so it is loaded only when it carries a MAC made with
 //! this cache's key over the artifact's bytes, the wasm digest it was compiled from and the
 //! engine's configuration: an artifact copied under another policy's name, damaged, or written
-//! by anyone without the key is a miss and is compiled again. The key is created 0600 in the
-//! cache directory; a directory (or key) that is not the process user's own, or that others
-//! may write, turns the cache off with a warning. The bytes checked are the bytes loaded.
+//! by anyone without the key is a miss and is compiled again. Artifacts and key live in a
+//! subdirectory the process creates 0700 inside the cache directory (`compiled/`), so the
+//! directory itself may be a volume anyone in the pod may write (an emptyDir is root's and
+//! 0777); the key is created 0600 and checked on the open file. A subdirectory (or key) that is
+//! not the process user's own, or that others may write, turns the cache off with a warning.
+//! The bytes checked are the bytes loaded. Only the newest [`KEEP`] artifacts are kept.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
@@ -17,6 +20,10 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 const KEY_FILE: &str = "cache.key";
+/// The subdirectory of the cache directory that holds the key and the artifacts.
+const SUBDIR: &str = "compiled";
+/// Artifacts kept: the policy serving and the one before it (a reload that goes back).
+pub(crate) const KEEP: usize = 2;
 const KEY_BYTES: usize = 32;
 /// Separates what the MAC covers; a new format gets a new tag.
 const MAC_TAG: &[u8] = b"pipewarden compiled policy v1\0";
@@ -29,6 +36,8 @@ pub(crate) struct ArtifactCache {
 
 impl ArtifactCache {
     pub(crate) fn new(dir: &Path) -> Self {
+        let dir = dir.join(SUBDIR);
+        let dir = dir.as_path();
         let key = open_key(dir)
             .inspect_err(|error| {
                 tracing::warn!(dir = %dir.display(), %error, "compiled-policy cache off; compiling on every load");
@@ -97,6 +106,28 @@ impl ArtifactCache {
         if let Err(error) = result {
             tracing::warn!(path = %path.display(), %error, "cannot cache compiled policy");
         }
+        self.remove_old();
+    }
+
+    /// Removes all but the newest [`KEEP`] artifacts (and their MACs), so the volume holds
+    /// what the policies kept need, whatever number of policies was loaded before.
+    fn remove_old(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut artifacts: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "cwasm"))
+            .filter_map(|path| Some((std::fs::metadata(&path).ok()?.modified().ok()?, path)))
+            .collect();
+        artifacts.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+        for (_, old) in artifacts.into_iter().skip(KEEP) {
+            let _ = std::fs::remove_file(mac_path(&old));
+            if let Err(error) = std::fs::remove_file(&old) {
+                tracing::warn!(path = %old.display(), %error, "cannot remove an old compiled policy");
+            }
+        }
     }
 }
 
@@ -159,8 +190,11 @@ fn open_key(dir: &Path) -> std::io::Result<hmac::Key> {
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(error) => return Err(error),
     }
-    ensure_private(&path, user, 0o077)?;
-    let text = std::fs::read_to_string(&path)?;
+    // Checked on the open file, then read from it: what is checked is what is read.
+    let mut file = std::fs::File::open(&path)?;
+    ensure_private_metadata(&path, &file.metadata()?, user, 0o077)?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut file, &mut text)?;
     let key = hex::decode(text.trim())
         .ok()
         .filter(|key| key.len() == KEY_BYTES)
@@ -170,7 +204,15 @@ fn open_key(dir: &Path) -> std::io::Result<hmac::Key> {
 
 /// `path` is owned by `user` and has none of the `forbidden` permission bits.
 fn ensure_private(path: &Path, user: u32, forbidden: u32) -> std::io::Result<()> {
-    let metadata = std::fs::symlink_metadata(path)?;
+    ensure_private_metadata(path, &std::fs::symlink_metadata(path)?, user, forbidden)
+}
+
+fn ensure_private_metadata(
+    path: &Path,
+    metadata: &std::fs::Metadata,
+    user: u32,
+    forbidden: u32,
+) -> std::io::Result<()> {
     if metadata.uid() != user {
         return Err(std::io::Error::other(format!(
             "{} belongs to uid {}, not to this process (uid {user})",

@@ -74,18 +74,38 @@ fn an_artifact_written_without_the_key_or_damaged_is_a_miss() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// The shipped volume: an emptyDir is root's and 0777. The cache makes its own 0700
+/// subdirectory inside it and is used (before, the volume itself was checked and the cache
+/// was off in every shipped pod).
 #[test]
-fn a_cache_directory_others_may_write_is_not_used() {
+fn a_volume_others_may_write_holds_a_private_subdirectory_that_is_used() {
     let engine = Engine::default();
-    let dir = dir("shared");
+    let dir = dir("emptydir");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let cache = ArtifactCache::new(&dir);
     let (one, _) = components(&engine);
     cache.store(&engine, A, &one);
+    assert!(cache.load(&engine, A).is_some(), "used");
+    let private = std::fs::metadata(dir.join(SUBDIR)).unwrap();
+    assert_eq!(private.mode() & 0o777, 0o700);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_cache_subdirectory_others_may_write_is_not_used() {
+    let engine = Engine::default();
+    let dir = dir("shared");
+    std::fs::create_dir_all(dir.join(SUBDIR)).unwrap();
+    std::fs::set_permissions(dir.join(SUBDIR), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let cache = ArtifactCache::new(&dir);
+    let (one, _) = components(&engine);
+    cache.store(&engine, A, &one);
     assert!(!cache.artifact_path(&engine, A).exists(), "nothing stored");
     assert!(cache.load(&engine, A).is_none());
-    let error = open_key(&dir).expect_err("refused").to_string();
+    let error = open_key(&dir.join(SUBDIR))
+        .expect_err("refused")
+        .to_string();
     assert!(error.contains("others may change it"), "{error}");
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -94,11 +114,44 @@ fn a_cache_directory_others_may_write_is_not_used() {
 fn the_key_is_the_process_users_alone() {
     let dir = dir("key");
     ArtifactCache::new(&dir);
-    let key = std::fs::metadata(dir.join(KEY_FILE)).unwrap();
+    let private = dir.join(SUBDIR);
+    let key = std::fs::metadata(private.join(KEY_FILE)).unwrap();
     assert_eq!(key.mode() & 0o777, 0o600);
-    assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+    assert_eq!(std::fs::metadata(&private).unwrap().mode() & 0o777, 0o700);
     // A key others can read is refused.
-    std::fs::set_permissions(dir.join(KEY_FILE), std::fs::Permissions::from_mode(0o644)).unwrap();
-    assert!(open_key(&dir).is_err());
+    std::fs::set_permissions(
+        private.join(KEY_FILE),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    assert!(open_key(&private).is_err());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Policies loaded one after another leave only the newest two artifacts on the volume.
+#[test]
+fn only_the_newest_artifacts_are_kept() {
+    let engine = Engine::default();
+    let dir = dir("cleanup");
+    let cache = ArtifactCache::new(&dir);
+    let (one, two) = components(&engine);
+    for (digest, component) in [
+        ("sha256:01", &one),
+        ("sha256:02", &two),
+        ("sha256:03", &one),
+    ] {
+        cache.store(&engine, digest, component);
+        // Distinct modification times, newest last.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kept: Vec<String> = std::fs::read_dir(dir.join(SUBDIR))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".cwasm") || name.ends_with(".mac"))
+        .collect();
+    assert_eq!(kept.len(), 2 * KEEP, "{kept:?}");
+    assert!(!cache.artifact_path(&engine, "sha256:01").exists());
+    assert!(cache.load(&engine, "sha256:03").is_some());
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -32,11 +32,6 @@ impl OciCache {
         (sha256(&bytes) == digest).then_some(bytes)
     }
 
-    /// The bytes stored under `digest`, not checked: for a caller that checks them anyway.
-    pub fn read_unverified(&self, kind: &str, digest: &str) -> Option<Vec<u8>> {
-        std::fs::read(self.path(kind, digest)).ok()
-    }
-
     /// An entry named by another digest (the signature index: manifest digest -> signature
     /// manifest digest); its content is re-checked by whoever follows it.
     pub fn get_named(&self, kind: &str, name: &str) -> Option<Vec<u8>> {

@@ -198,9 +198,9 @@ pub async fn fetch(reference: &PolicyRef, options: &FetchOptions) -> Result<Fetc
             None => true,
             Some(key) => verify_cached(cache, reference, digest, key).is_ok(),
         };
-        // Not hashed here: the loader checks the bytes against `layer_digest` as it
-        // computes their digest anyway, so a warm start hashes the policy once.
-        if verified && let Some(wasm) = cache.read_unverified("blobs", &layer.digest) {
+        // Checked against its digest here: a damaged blob is a miss and is pulled again,
+        // rather than a load that fails on every start.
+        if verified && let Some(wasm) = cache.get("blobs", &layer.digest) {
             return Ok(Fetched {
                 wasm,
                 reference: reference.clone(),
@@ -567,5 +567,61 @@ impl tokio::io::AsyncWrite for Bounded {
 
     fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cached manifest whose blob was damaged on disk: the fetch does not hand the damaged
+    /// bytes on (which the loader would refuse on every start) but goes to the registry for
+    /// them, here one that cannot be reached.
+    #[tokio::test]
+    async fn a_damaged_cached_blob_is_a_miss_and_is_pulled_again() {
+        let dir =
+            std::env::temp_dir().join(format!("pipewarden-oci-damaged-{}", std::process::id()));
+        let cache = OciCache::new(&dir);
+        let wasm = b"\0asm policy bytes".to_vec();
+        let layer_digest = sha256(&wasm);
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": MANIFEST_MEDIA_TYPE,
+            "config": {"mediaType": WASM_CONFIG_MEDIA_TYPE, "digest": sha256(b"{}"), "size": 2},
+            "layers": [{"mediaType": WASM_LAYER_MEDIA_TYPE, "digest": layer_digest,
+                        "size": wasm.len()}],
+        })
+        .to_string()
+        .into_bytes();
+        cache.put("manifests", &manifest);
+        cache.put("blobs", &wasm);
+        let reference = PolicyRef::parse(&format!(
+            "oci://127.0.0.1:9/policies/p@{}",
+            sha256(&manifest)
+        ))
+        .unwrap();
+        let options = FetchOptions {
+            cache_dir: Some(dir.clone()),
+            max_layer_bytes: 1 << 20,
+            ..FetchOptions::default()
+        };
+        let fetched = fetch(&reference, &options).await.unwrap();
+        assert!(
+            fetched.from_cache && fetched.wasm == wasm,
+            "intact: from the cache"
+        );
+        let blob = dir
+            .join("oci/blobs/sha256")
+            .join(layer_digest.trim_start_matches("sha256:"));
+        std::fs::write(&blob, b"damaged").unwrap();
+        let error = fetch(&reference, &options).await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                OciError::Unreachable { .. } | OciError::Registry { .. }
+            ),
+            "pulled again: {error}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -2,9 +2,11 @@
 //! control plane, RBAC, readiness, variants, the Helm chart beside kustomize, policy swaps, the
 //! commands the docs give, the demo.
 
+mod cache_volume;
 mod demo_output;
 mod doc_commands;
 mod first_install;
+mod fleet;
 mod helm;
 mod image_registry;
 mod manifests;
