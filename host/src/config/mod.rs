@@ -25,7 +25,7 @@ pub use plan::{PlanArgs, PlanOnly, PlanOutput};
 pub use policy::PolicyArgs;
 pub use reports::{ReportArgs, ReportsMode};
 pub use run::RunArgs;
-pub use settings::{Settings, read_settings, split_budget};
+pub use settings::{Settings, parse_settings, read_settings, split_budget};
 pub use shard::Shard;
 pub use swf::{CompileAs, SwfArgs};
 pub use test::{TestArgs, TestOutput};

@@ -1,7 +1,7 @@
 //! A settings document as the host reads it: the text the policy receives, and the budget the
 //! host takes out of it first (`pipewarden.io/budget`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
@@ -23,11 +23,46 @@ pub fn read_settings(path: Option<&PathBuf>) -> anyhow::Result<Settings> {
             budget: BudgetSettings::default(),
         });
     };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read settings {}", path.display()))?;
-    let value: serde_json::Value = serde_yaml::from_str(&text)
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read settings {}", path.display()))?;
+    parse_settings(&bytes, path)
+}
+
+/// The settings in `bytes`, read from `path` (named in errors): the one parser every caller
+/// uses, so bytes checked against a pin are the bytes parsed. A key written as an environment
+/// variable (capitals, digits, `_`) takes a string, as every environment value is: any other
+/// value is refused, naming the key (a number would otherwise read as unset, and the render
+/// fall back to a default image).
+pub fn parse_settings(bytes: &[u8], path: &Path) -> anyhow::Result<Settings> {
+    let text = std::str::from_utf8(bytes)
+        .with_context(|| format!("settings {} are not UTF-8", path.display()))?;
+    let value: serde_json::Value = serde_yaml::from_str(text)
         .with_context(|| format!("settings {} are neither JSON nor YAML", path.display()))?;
+    refuse_non_string_variables(&value).with_context(|| format!("settings {}", path.display()))?;
     split_budget(value).with_context(|| format!("settings {}", path.display()))
+}
+
+/// Refuses a key written as an environment variable whose value is not a string.
+fn refuse_non_string_variables(value: &serde_json::Value) -> anyhow::Result<()> {
+    let Some(fields) = value.as_object() else {
+        return Ok(());
+    };
+    let variable = |key: &str| {
+        !key.is_empty()
+            && key.starts_with(|c: char| c.is_ascii_uppercase())
+            && key
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    };
+    for (key, value) in fields {
+        if variable(key) && !value.is_string() {
+            anyhow::bail!(
+                "{key} is {value}, not a string: it names a KFP API server variable, and every \
+                 environment value is a string (write \"{key}\": \"...\")"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Takes the host's budget out of a settings document.
@@ -66,6 +101,26 @@ mod tests {
         assert_eq!(settings.budget.pool_size, Some(24));
         let none = split_budget(json!({"notify": "all"})).unwrap();
         assert_eq!(none.budget, BudgetSettings::default());
+    }
+
+    /// `{"V2_DRIVER_IMAGE": 42}` read as unset, and every rebuilt SWF got the compiler's
+    /// fallback image: refused now, naming the key.
+    #[test]
+    fn a_variable_whose_value_is_not_a_string_is_refused_naming_it() {
+        let path = Path::new("settings.json");
+        let error = parse_settings(br#"{"V2_DRIVER_IMAGE": 42}"#, path).unwrap_err();
+        let text = format!("{error:#}");
+        assert!(
+            text.contains("V2_DRIVER_IMAGE is 42, not a string"),
+            "{text}"
+        );
+        let yaml = parse_settings(b"V2_LAUNCHER_IMAGE: true\n", path).unwrap_err();
+        assert!(
+            format!("{yaml:#}").contains("V2_LAUNCHER_IMAGE"),
+            "{yaml:#}"
+        );
+        let fine = parse_settings(br#"{"V2_DRIVER_IMAGE": "d:2.17.1", "notify": "all"}"#, path);
+        assert!(fine.is_ok(), "{fine:?}");
     }
 
     #[test]

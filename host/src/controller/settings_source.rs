@@ -10,7 +10,7 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use super::api_server_install::{self, InstallRead};
-use crate::config::{Settings, read_settings};
+use crate::config::{Settings, parse_settings, read_settings};
 use crate::swf::api_server_env::{
     API_SERVER_ENV_KEY, API_SERVER_ENV_UNKNOWN_KEY, DeploymentRef, ResolvedEnv,
 };
@@ -120,14 +120,17 @@ impl SettingsSource {
         Some(read.await)
     }
 
-    /// The settings file alone (`{}` without one), its pin checked.
+    /// The settings file alone (`{}` without one), its pin checked. Read once: the bytes the
+    /// pin is checked against are the bytes parsed (a file replaced between two reads cannot
+    /// pass the pin with one content and render with another).
     pub fn read_file(&self) -> anyhow::Result<Settings> {
-        if let Some(path) = &self.file {
-            let bytes = std::fs::read(path)
-                .with_context(|| format!("cannot read settings {}", path.display()))?;
-            self.pin.check(path, &bytes)?;
-        }
-        read_settings(self.file.as_ref())
+        let Some(path) = &self.file else {
+            return read_settings(None);
+        };
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read settings {}", path.display()))?;
+        self.pin.check(path, &bytes)?;
+        parse_settings(&bytes, path)
     }
 }
 
