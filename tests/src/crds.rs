@@ -36,6 +36,22 @@ pub async fn install(client: &Client) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// Installs OpenReports' `Report` CRD, as `tests/control-plane/build.sh` copied it from its
+/// Go module (github.com/openreports/reports-api), and waits until reports can be listed.
+pub async fn install_openreports(client: &Client) -> Result<()> {
+    let path = crate::argo::built("openreports-crds")?.join("openreports.io_reports.yaml");
+    let yaml = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
+    let crd: CustomResourceDefinition = serde_yaml::from_str(&yaml).context("parsing the CRD")?;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    match crds.create(&PostParams::default(), &crd).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.is_already_exists() => {}
+        Err(e) => return Err(e).context("creating the OpenReports Report CRD"),
+    }
+    wait_established(&crds, &crd.name_any()).await?;
+    wait_listable(client, &pipewarden::controller::reports::report_resource()).await
+}
+
 async fn wait_established(crds: &Api<CustomResourceDefinition>, name: &str) -> Result<()> {
     wait::until(
         &format!("CRD {name} to be Established"),

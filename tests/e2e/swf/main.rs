@@ -11,6 +11,7 @@ mod order;
 mod policies;
 mod rebuild;
 mod releases;
+mod reports;
 mod restore;
 mod smoke;
 mod upstream;

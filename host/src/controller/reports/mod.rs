@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::{Hash as _, Hasher as _};
 
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams};
-use kube::api::{Patch, PatchParams};
+use kube::api::{Patch, PatchParams, ValidationDirective};
 
 use super::api_error::describe;
 use super::context::Context;
@@ -195,7 +195,10 @@ impl Writer {
         }
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.ctx.client.clone(), namespace, &report_resource());
-        let params = PatchParams::apply(FIELD_MANAGER).force();
+        // Strict: a field the CRD does not define is refused, not dropped unseen.
+        let params = PatchParams::apply(FIELD_MANAGER)
+            .force()
+            .validation(ValidationDirective::Strict);
         match api.patch(&self.name, &params, &Patch::Apply(report)).await {
             Ok(_) => {
                 self.written.insert(namespace.into(), digest);

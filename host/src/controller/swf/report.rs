@@ -145,22 +145,27 @@ pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, outcom
     }
 }
 
-/// What the gauge's facts keep of a finding: the fields a write would change, or why.
+/// What the gauge's facts keep of a finding: how many fields a write would change and under
+/// which parts of the object (`16 field(s) differ from the render, under
+/// metadata.annotations, spec.workflow`), or why.
 pub fn fleet_detail(outcome: &SwfOutcome) -> String {
     let paths = changed_paths(outcome);
     if paths.is_empty() {
         return outcome.reason();
     }
-    let shown = paths[..paths.len().min(NOTE_PATHS)].join(", ");
-    let more = paths.len().saturating_sub(NOTE_PATHS);
-    let more = if more > 0 {
-        format!(" and {more} more")
-    } else {
-        String::new()
-    };
+    let mut parts: Vec<String> = paths
+        .iter()
+        .map(|path| {
+            let head = path.split('[').next().unwrap_or(path);
+            head.split('.').take(2).collect::<Vec<_>>().join(".")
+        })
+        .collect();
+    parts.sort();
+    parts.dedup();
     format!(
-        "{} field(s) differ from the render: {shown}{more}",
-        paths.len()
+        "{} field(s) differ from the render, under {}",
+        paths.len(),
+        parts.join(", ")
     )
 }
 
