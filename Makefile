@@ -17,7 +17,7 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-stale bench-exit bench-exit-memory lint sdk-examples test-sdk bench-sdk image image-ref bench-oci
+.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-stale bench-exit bench-exit-memory lint sdk-examples test-sdk bench-sdk image image-ref bench-oci release release-tools release-binaries test-release
 
 # The image `make image` builds and pushes: $(REGISTRY)/pipewarden:$(VERSION) unless IMAGE is given.
 REGISTRY ?= ghcr.io/pipewarden
@@ -119,6 +119,46 @@ image: control-plane
 
 image-ref:
 	@echo $(IMAGE)
+
+# A release, from one command, the same here, in the tests and in the tag workflow
+# (.github/workflows/release.yml): static pipewarden and kfp-compile for linux amd64 and arm64
+# (musl, linked by zig through cargo-zigbuild, both from PyPI), their CycloneDX SBOMs
+# (cargo-cyclonedx), the image index for both platforms (image/assemble.sh, no daemon), the
+# default policy as an OCI Wasm artifact, the chart (helm push to oci://) and the release YAML,
+# all signed with cosign (COSIGN_KEY, or keyless when empty) with the SBOMs as attestations, and
+# SHA256SUMS; pushed to REGISTRY, written to DIST. image/release.sh says what each step does.
+RELEASE_TARGETS := x86_64-unknown-linux-musl aarch64-unknown-linux-musl
+DIST ?= dist
+COSIGN_KEY ?=
+RELEASE_TOOLS := .cache/release-tools
+ZIGLANG_VERSION := 0.17.0
+CARGO_ZIGBUILD_VERSION := 0.24.0
+CARGO_CYCLONEDX_VERSION := 0.5.9
+# Release builds in a target directory of their own: no lock shared with debug builds.
+RELEASE_TARGET_DIR = $(TARGET_DIR)/dist
+TOOLS_BIN = $(or $(PIPEWARDEN_CONTROL_PLANE_BIN),$(PIPEWARDEN_CONTROL_PLANE_CACHE),$(CURDIR)/.cache/bin)
+
+$(RELEASE_TOOLS)/.zig-$(ZIGLANG_VERSION)-zigbuild-$(CARGO_ZIGBUILD_VERSION):
+	$(call phase,install ziglang $(ZIGLANG_VERSION) and cargo-zigbuild $(CARGO_ZIGBUILD_VERSION),python3 -m venv $(RELEASE_TOOLS) && $(RELEASE_TOOLS)/bin/pip install -q ziglang==$(ZIGLANG_VERSION) cargo-zigbuild==$(CARGO_ZIGBUILD_VERSION))
+	touch $@
+
+$(RELEASE_TOOLS)/.cargo-cyclonedx-$(CARGO_CYCLONEDX_VERSION):
+	$(call phase,install cargo-cyclonedx $(CARGO_CYCLONEDX_VERSION),$(CARGO) install -q --locked --root $(RELEASE_TOOLS) cargo-cyclonedx@$(CARGO_CYCLONEDX_VERSION))
+	touch $@
+
+release-tools: $(RELEASE_TOOLS)/.zig-$(ZIGLANG_VERSION)-zigbuild-$(CARGO_ZIGBUILD_VERSION) $(RELEASE_TOOLS)/.cargo-cyclonedx-$(CARGO_CYCLONEDX_VERSION)
+
+release-binaries: release-tools
+	$(call phase,rust targets,rustup target add $(RELEASE_TARGETS))
+	$(call phase,static binaries ($(RELEASE_TARGETS)),PATH="$(CURDIR)/$(RELEASE_TOOLS)/bin:$$PATH" CARGO_TARGET_DIR="$(RELEASE_TARGET_DIR)" $(CARGO) zigbuild --release --locked $(addprefix --target ,$(RELEASE_TARGETS)) -p pipewarden --bin pipewarden -p kfp-compiler --bin kfp-compile)
+
+release: control-plane policies release-binaries
+	$(call phase,release $(VERSION) to $(REGISTRY),REGISTRY="$(REGISTRY)" VERSION="$(VERSION)" DIST="$(DIST)" BINARIES="$(RELEASE_TARGET_DIR)" TARGETS="$(RELEASE_TARGETS)" POLICY_WASM="$(TARGET_DIR)/$(POLICY_TARGET)/policy/kfp_default.wasm" COSIGN_KEY="$(COSIGN_KEY)" TOOLS="$(TOOLS_BIN)" CARGO_CYCLONEDX="$(CURDIR)/$(RELEASE_TOOLS)/bin/cargo-cyclonedx" image/release.sh)
+
+# `make release` against a local registry, then every artifact checked (tests/e2e/release/);
+# not part of `make test`: the two release builds take longer than its budget allows.
+test-release: control-plane policies release-binaries
+	$(call phase,test-release,$(CARGO) test -p pipewarden-tests --test release -- --ignored --nocapture)
 
 # A policy from the local registry: first pull, then warm starts beside --policy FILE.
 bench-oci: control-plane policies

@@ -4,6 +4,8 @@
 # One layer on an empty base, as the Containerfile's last stage lays it out: the binary at
 # /usr/bin/pipewarden, the CA bundle, and passwd/group naming uid 65532 (nonroot). The image
 # runs as 65532 with the binary as entrypoint. Prints the pushed reference with its digest.
+# PLATFORM (default linux/amd64) is the binary's; COMMIT (default: what the binary's --version
+# says, which only a binary of the build host's architecture can tell) labels the revision.
 #
 # The binary must be statically linked (the image has no libc); ALLOW_DYNAMIC=1 lifts that
 # check for tests that run the unpacked binary on the build host itself.
@@ -37,10 +39,11 @@ tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 --format=posix \
   --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
   -C "$root" -cf "$work/layer.tar" .
 
-commit="$("$root/usr/bin/pipewarden" --version 2>/dev/null | sed -n 's/.*(commit \([^,]*\),.*/\1/p' || true)"
+platform="${PLATFORM:-linux/amd64}"
+commit="${COMMIT:-$("$root/usr/bin/pipewarden" --version 2>/dev/null | sed -n 's/.*(commit \([^,]*\),.*/\1/p' || true)}"
 "$crane" append --oci-empty-base -f "$work/layer.tar" -t "$ref" >/dev/null
 "$crane" mutate "$ref" -t "$ref" \
-  --set-platform linux/amd64 --entrypoint /usr/bin/pipewarden --user 65532:65532 \
+  --set-platform "$platform" --entrypoint /usr/bin/pipewarden --user 65532:65532 \
   --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
   --label org.opencontainers.image.title=pipewarden \
   --label "org.opencontainers.image.revision=${commit:-unknown}" >/dev/null

@@ -3,6 +3,7 @@
 //! not from each other.
 
 mod artifacts;
+mod cluster;
 pub mod duration;
 mod eval;
 mod exit;
@@ -18,6 +19,7 @@ mod swf;
 mod test;
 
 pub use artifacts::{PrecompileArgs, PushArgs};
+pub use cluster::ClusterArgs;
 pub use eval::{EvalArgs, OutputFormat};
 pub use exit::{ExitArgs, ExitMode};
 pub use leader::LeaderArgs;

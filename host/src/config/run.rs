@@ -8,7 +8,7 @@ use anyhow::bail;
 use super::duration::parse_duration;
 use super::floor::{Floor, SECOND, check};
 use super::settings::read_settings;
-use super::{ExitArgs, LeaderArgs, PolicyArgs, ReportArgs, Shard, SwfArgs};
+use super::{ClusterArgs, ExitArgs, LeaderArgs, PolicyArgs, ReportArgs, Shard, SwfArgs};
 use crate::swf::api_server_env::DeploymentRef;
 
 #[derive(clap::Args, Debug)]
@@ -82,6 +82,8 @@ pub struct RunArgs {
     /// uid hashes to INDEX. Each shard elects its leader on a Lease of its own.
     #[arg(help_heading = "Controller", long, env = "PIPEWARDEN_SHARD", value_parser = Shard::parse)]
     pub shard: Option<Shard>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     #[command(flatten)]
     pub leader: LeaderArgs,
     #[command(flatten)]

@@ -317,9 +317,7 @@ fn report_mode(args: &RunArgs, metrics: &Metrics) {
 /// `pipewarden run`: start, then run until SIGTERM or Ctrl-C, or until a loop fails.
 pub async fn run(mut args: RunArgs) -> anyhow::Result<()> {
     args.check()?;
-    let config = kube::Config::infer()
-        .await
-        .context("cannot build a Kubernetes client (KUBECONFIG or in-cluster config)")?;
+    let config = args.cluster.config().await?;
     args.api_server_url = Some(config.cluster_url.to_string());
     let client = kube::Client::try_from(config).with_context(|| {
         format!(

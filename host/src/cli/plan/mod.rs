@@ -49,9 +49,7 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<i32> {
     let runtime = tokio::runtime::Runtime::new()?;
     let started = Instant::now();
     let client = runtime.block_on(async {
-        let config = kube::Config::infer()
-            .await
-            .context("cannot build a Kubernetes client (KUBECONFIG or in-cluster config)")?;
+        let config = args.run.cluster.config().await?;
         anyhow::Ok(kube::Client::try_from(config)?)
     })?;
     let context = runtime.block_on(read_context(args, &client))?;
