@@ -65,8 +65,21 @@ pub fn completed(name: &str, nodes: usize, message_bytes: usize) -> Value {
     workflow
 }
 
+/// Creates `workflow`, trying again (up to five times, a second apart) when the API server,
+/// busy storing gigabytes, drops a request; one that exists already counts as created.
 pub async fn create(api: &Api<DynamicObject>, workflow: Value) -> Result<()> {
     let object: DynamicObject = serde_json::from_value(workflow)?;
-    api.create(&PostParams::default(), &object).await?;
-    Ok(())
+    let mut tries = 0;
+    loop {
+        match api.create(&PostParams::default(), &object).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 409 => return Ok(()),
+            Err(error) if tries < 5 => {
+                tries += 1;
+                eprintln!("create failed ({error}); trying again");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
 }
