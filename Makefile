@@ -17,7 +17,7 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-stale bench-exit bench-exit-memory lint sdk-examples test-sdk bench-sdk image image-ref bench-oci release release-tools release-binaries test-release
+.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-stale bench-exit bench-exit-memory lint sdk-examples test-sdk bench-sdk image image-ref bench-oci release release-tools release-binaries test-release chart-readme
 
 # The image `make image` builds and pushes: $(REGISTRY)/pipewarden:$(VERSION) unless IMAGE is given.
 REGISTRY ?= ghcr.io/pipewarden
@@ -167,6 +167,10 @@ bench-oci: control-plane policies
 # docs/reference/cli.md from the command definitions (a test fails when it is out of date).
 cli-reference:
 	$(call phase,cli reference,UPDATE_CLI_REFERENCE=1 $(CARGO) test -q -p pipewarden --test cli_reference the_cli_reference_is_current)
+
+# The values table in deploy/helm/pipewarden/README.md from values.yaml (a test fails when stale).
+chart-readme:
+	$(call phase,chart readme,UPDATE_CHART_README=1 $(CARGO) test -q -p pipewarden-tests --test deploy the_chart_readme_values_table_is_generated_from_values_yaml)
 
 # Crates whose modules must not import each other in a circle.
 CYCLE_CHECKED := host/src guest/src policies/kfp-core/src policies/kfp-compiler/src tests/src

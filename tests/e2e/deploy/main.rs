@@ -3,6 +3,8 @@
 //! commands the docs give, the demo.
 
 mod cache_volume;
+mod chart_compose;
+mod chart_readme;
 mod demo_output;
 mod doc_commands;
 mod first_install;

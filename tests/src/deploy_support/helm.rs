@@ -68,9 +68,11 @@ impl Chart {
         run_helm(&args)
     }
 
-    /// `helm template pipewarden <chart> -n kubeflow --set ...`, as objects.
+    /// `helm template pipewarden <chart> -n kubeflow --set ...`, as objects: what an install
+    /// creates (the `helm test` pod is left out: it exists only while `helm test` runs).
     pub fn template(&self, sets: &[&str]) -> Result<Vec<DynamicObject>> {
-        documents(&self.run(&["template", "pipewarden", "-n", "kubeflow"], sets)?)
+        let args = ["template", "pipewarden", "-n", "kubeflow", "--skip-tests"];
+        documents(&self.run(&args, sets)?)
     }
 }
 
