@@ -2,6 +2,7 @@
 //! control plane, RBAC, readiness, variants, the Helm chart beside kustomize, policy swaps, the
 //! commands the docs give, the demo.
 
+mod argo_only;
 mod cache_volume;
 mod chart_compose;
 mod chart_readme;
