@@ -114,26 +114,13 @@ published policy "$policy_ref"
 phase "policy $policy_ref"
 
 # 5. The chart, whose defaults are this release: the image and the policy by digest (and the
-# public key the policy is checked with, when keyed). The ConfigMap policy stays an option.
-chart="$work/chart/pipewarden"
-mkdir -p "$work/chart"
-cp -R "$repo/deploy/helm/pipewarden" "$chart"
-rm -f "$chart/policy/policy.wasm" "$chart/policy/policy.sha256"
-release_values=(
-  "image.repository=$image"
-  "image.digest=$index_digest"
-  "policy.source=oci"
-  "policy.oci.reference=$policy_ref"
-)
-[[ -z "$key" ]] || release_values+=("policy.oci.verifyKey=$(cat "$DIST/cosign.pub")")
-python3 "$here/set_values.py" "$chart/values.yaml" "${release_values[@]}"
-"$helm" package "$chart" --version "$VERSION" --app-version "$VERSION" -d "$DIST" >/dev/null
-chart_file="$DIST/pipewarden-$VERSION.tgz"
-"$helm" push "$chart_file" "oci://$REGISTRY/charts" "${plain_http[@]}" >"$work/push.log" 2>&1 ||
-  { cat "$work/push.log" >&2; exit 1; }
-chart_digest="$(sed -n 's/^Digest: *//p' "$work/push.log")"
-published chart "$REGISTRY/charts/pipewarden:$VERSION@$chart_digest"
-phase "chart oci://$REGISTRY/charts/pipewarden $VERSION@$chart_digest"
+# public key the policy is checked with, when keyed).
+chart_ref="$(REGISTRY="$REGISTRY" VERSION="$VERSION" DIST="$DIST" HELM="$helm" \
+  IMAGE_REPOSITORY="$image" IMAGE_DIGEST="$index_digest" POLICY_REF="$policy_ref" \
+  VERIFY_KEY_FILE="$([[ -z "$key" ]] || echo "$DIST/cosign.pub")" "$here/publish-chart.sh")"
+chart_digest="${chart_ref##*@}"
+published chart "$chart_ref"
+phase "chart oci://$chart_ref"
 
 # 6. The release YAML: the `oci` overlay with this release's image and policy by digest.
 deploy="$work/deploy"

@@ -12,6 +12,7 @@ mod first_install;
 mod fleet;
 mod helm;
 mod image_registry;
+mod install_path;
 mod manifests;
 mod plan;
 mod policy_swap;
