@@ -17,7 +17,7 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-stale bench-exit bench-exit-memory lint sdk-examples test-sdk bench-sdk image image-ref bench-oci release release-tools release-binaries test-release chart-readme
+.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-plan bench-stale bench-exit bench-exit-memory lint sdk-examples test-sdk bench-sdk image image-ref bench-oci release release-tools release-binaries test-release chart-readme
 
 # The image `make image` builds and pushes: $(REGISTRY)/pipewarden:$(VERSION) unless IMAGE is given.
 REGISTRY ?= ghcr.io/pipewarden
@@ -83,6 +83,12 @@ bench-swf: control-plane policies
 # The same at 10,000 SWFs (several minutes on 2 cores); not part of `make test`.
 bench-swf-10k:
 	$(MAKE) bench-swf SWFS=10000
+
+# `pipewarden plan` on SWFS SWFs (2,000 unless given; 50,000 for docs/benchmarks.md) beside
+# `run`'s first pass over the same SWFs: wall time, CPU and peak RSS of each, with the commit,
+# date and machine. Not part of `make test`.
+bench-plan: control-plane policies
+	$(call phase,bench-plan,PIPEWARDEN_BENCH_SWFS=$(SWFS) $(CARGO) bench -p pipewarden-tests --bench plan_scale)
 
 # Seed 001 on the real components: Argo v3.6.7's and v4.0.7's controllers and pipewarden behind
 # the same stale-copy proxy, STALE_WORKFLOWS (50 unless given) workflows per controller, one

@@ -15,7 +15,7 @@ use pipewarden_tests::{service_account_token, shared};
 
 /// (API group, resource) -> verbs, as the controller's code uses them.
 fn expected_cluster_rules() -> BTreeMap<(String, String), BTreeSet<String>> {
-    let rules: [(&str, &str, &[&str]); 3] = [
+    let rules: [(&str, &str, &[&str]); 4] = [
         (
             "kubeflow.org",
             "scheduledworkflows",
@@ -27,6 +27,11 @@ fn expected_cluster_rules() -> BTreeMap<(String, String), BTreeSet<String>> {
             &["get", "list", "watch", "patch"],
         ),
         ("events.k8s.io", "events", &["create", "patch"]),
+        (
+            "openreports.io",
+            "reports",
+            &["list", "create", "patch", "delete"],
+        ),
     ];
     rules
         .iter()

@@ -1,6 +1,7 @@
 //! Policy reports on the local control plane with OpenReports' own `Report` CRD
 //! (github.com/openreports/reports-api v0.2.1, copied by tests/control-plane/build.sh): a
-//! report-only controller (rebuild policy `disable`, exit mode `observe`) keeps one report in
+//! report-only controller (rebuild policy `disable`, exit mode `observe`), on the base RBAC's
+//! ServiceAccount, keeps one report in
 //! the namespace, validated strictly by the real API server; it appears with a result per SWF
 //! that differs or cannot be served and per observed completion, follows a deletion, and goes
 //! when nothing is left to say.
@@ -69,12 +70,22 @@ async fn a_namespaces_report_appears_follows_the_swfs_and_goes() -> Result<()> {
     let api = workflows(&client, &namespace);
     let running = set_phase(&api, &submit(&api, "etl").await?, "Running", None).await?;
     set_phase(&api, &running, "Succeeded", Some(&timestamp(0))).await?;
-    let controller = ControllerArgs::new(std::slice::from_ref(&namespace))
+    // On the base RBAC's ServiceAccount: the verbs it grants are all the reports need.
+    pipewarden_tests::deploy_support::apply(
+        &client,
+        &pipewarden_tests::deploy_support::base_rbac(&namespace)?,
+        false,
+    )
+    .await?;
+    let token = pipewarden_tests::service_account_token(&client, &namespace, "pipewarden").await?;
+    let account = control_plane.client_for_token("pipewarden", &token).await?;
+    let args = ControllerArgs::new(std::slice::from_ref(&namespace))
         .set("--rebuild-policy", "disable")
         .set("--exit-mode", "observe")
         .set("--reports-interval", "1s")
-        .start(control_plane)
-        .await?;
+        .parse()?;
+    init_logs();
+    let controller = pipewarden::controller::start(args, account).await?;
     let reports: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &namespace, &report_resource());
 
@@ -122,7 +133,6 @@ async fn a_namespaces_report_appears_follows_the_swfs_and_goes() -> Result<()> {
     api.delete("etl", &Default::default()).await?;
     report_reads(&reports, None).await?;
     let errors = controller
-        .handle
         .metrics()
         .report_writes
         .get_or_create(&pipewarden::controller::metrics::OutcomeLabel {
