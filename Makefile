@@ -17,7 +17,7 @@ define phase
 	else status=$$?; echo "==> $(1): FAILED ($$(( $$(date +%s) - t0 ))s)"; exit $$status; fi
 endef
 
-.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-plan bench-stale bench-exit bench-exit-memory lint sdk-examples test-sdk bench-sdk image image-ref bench-oci release release-tools release-binaries test-release chart-readme
+.PHONY: demo demo-steps cli-reference test toolchain control-plane policies bench bench-swf bench-swf-10k bench-plan monitoring-picture bench-stale bench-exit bench-exit-memory lint sdk-examples test-sdk bench-sdk image image-ref bench-oci release release-tools release-binaries test-release chart-readme
 
 # The image `make image` builds and pushes: $(REGISTRY)/pipewarden:$(VERSION) unless IMAGE is given.
 REGISTRY ?= ghcr.io/pipewarden
@@ -89,6 +89,12 @@ bench-swf-10k:
 # date and machine. Not part of `make test`.
 bench-plan: control-plane policies
 	$(call phase,bench-plan,PIPEWARDEN_BENCH_SWFS=$(SWFS) $(CARGO) bench -p pipewarden-tests --bench plan_scale)
+
+# The picture in docs/operate/monitoring.md, from a recorded run: the dashboard's queries through
+# Prometheus' own PromQL engine (promql-eval, built on demand), plotted with matplotlib (PyPI,
+# into .cache/picture-venv). Not part of `make test`.
+monitoring-picture: control-plane policies
+	$(call phase,monitoring picture,tests/picture/run.sh)
 
 # Seed 001 on the real components: Argo v3.6.7's and v4.0.7's controllers and pipewarden behind
 # the same stale-copy proxy, STALE_WORKFLOWS (50 unless given) workflows per controller, one

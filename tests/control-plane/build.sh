@@ -7,7 +7,8 @@
 #
 #   build.sh                 everything `make test` needs
 #   build.sh --argo-v3       also Argo v3's workflow controller (for `make bench-stale` only)
-#   build.sh --only NAME...  just the named binaries (e.g. --only argo-v3-workflow-controller)
+#   build.sh --only NAME...  just the named binaries (e.g. --only argo-v3-workflow-controller;
+#                            --only promql-eval for the monitoring picture, never built otherwise)
 set -euo pipefail
 
 with_argo_v3=false
@@ -178,6 +179,12 @@ openreports_crds
 kwok_version="$(pinned "$here/kwok" sigs.k8s.io/kwok)"
 build kwok "$here/kwok" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok \
   "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}"
+
+# promql-eval: the dashboard's queries over recorded scrapes with Prometheus' own PromQL
+# engine (tests/picture/, the monitoring picture): only when asked.
+if [[ " ${only[*]} " == *" promql-eval "* ]]; then
+  build promql-eval "$here/promql" github.com/prometheus/prometheus .
+fi
 
 # Argo v3.6.7 (the Argo of KFP 2.14, whose stale-copy guard never matches): benchmark only.
 if $with_argo_v3 || [[ " ${only[*]} " == *" argo-v3-workflow-controller "* ]]; then
