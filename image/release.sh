@@ -87,7 +87,7 @@ for target in $TARGETS; do
     # cargo-cyclonedx writes beside the manifest: a name of our own, moved out at once.
     stem="release-sbom-$$-$name-$arch"
     (cd "$repo" && "$CARGO_CYCLONEDX" cyclonedx -q --manifest-path "$dir/Cargo.toml" \
-      --format json --spec-version 1.5 --target "$target" --describe crate \
+      --format json --spec-version 1.5 --target "$target" \
       --override-filename "$stem")
     mv "$repo/$dir/$stem.json" "$DIST/$name-linux-$arch.cdx.json"
   done
