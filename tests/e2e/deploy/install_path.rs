@@ -9,7 +9,7 @@ use std::process::Command;
 
 use anyhow::{Context as _, Result, bail, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pipewarden_tests::deploy_support::*;
 use pipewarden_tests::registry::Registry;
@@ -269,6 +269,15 @@ async fn the_readmes_install_commands_run_as_written() -> Result<()> {
     ensure!(env(&upgraded, "PIPEWARDEN_EXIT_MODE").as_deref() == Some("notify"));
     ensure!(env(&upgraded, "PIPEWARDEN_POLICY").as_deref() == Some(policy_ref));
     println!("helm upgrade --reuse-values --set enforce=true: always, notify, the same policy");
+    // Helm keeps each revision in a Secret (1 MiB at most): the policy by reference keeps them small.
+    let secrets = Api::<Secret>::namespaced(client.clone(), &namespace);
+    for revision in [1, 2] {
+        let name = format!("sh.helm.release.v1.{release}.v{revision}");
+        let secret = secrets.get(&name).await?;
+        let bytes: usize = secret.data.iter().flatten().map(|(_, v)| v.0.len()).sum();
+        println!("release record {name}: {bytes} bytes");
+        ensure!(bytes < 1024 * 1024, "{name} holds {bytes} bytes");
+    }
     run(Command::new(helm()?).args([
         "uninstall",
         &release,
