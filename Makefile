@@ -187,10 +187,20 @@ chart-readme:
 # Crates whose modules must not import each other in a circle.
 CYCLE_CHECKED := host/src guest/src policies/kfp-core/src policies/kfp-compiler/src tests/src
 
-lint:
+# cargo-deny from crates.io, installed once under .cache/ (about 5 minutes on 2 cores), checks
+# advisories against deny/advisory-db (never fetched), licenses, bans and sources (deny.toml).
+CARGO_DENY_VERSION := 0.20.2
+CARGO_DENY_ROOT := .cache/cargo-deny-$(CARGO_DENY_VERSION)
+CARGO_DENY := $(CARGO_DENY_ROOT)/bin/cargo-deny
+
+$(CARGO_DENY):
+	$(call phase,install cargo-deny $(CARGO_DENY_VERSION),$(CARGO) install -q --locked --root $(CARGO_DENY_ROOT) cargo-deny@$(CARGO_DENY_VERSION))
+
+lint: $(CARGO_DENY)
 	$(call phase,fmt,$(CARGO) fmt --all --check)
 	$(call phase,module circles,python3 .ci/module_cycles.py $(CYCLE_CHECKED))
 	$(call phase,clippy,$(CARGO) clippy --workspace --all-targets -- -D warnings)
+	$(call phase,cargo deny,deny/check.sh $(CARGO_DENY))
 
 # Python and JavaScript policies: the SDKs' own tests, the examples built from registry packages
 # (pinned; installed under .cache/), and the shared cases through `pipewarden test` for all three
