@@ -3,7 +3,9 @@
 //! holds; a replica that finds a fresh claim by another holder does not deliver, and takes a
 //! claim over only once it expired. With a mark key (a Secret shared by the replicas), the
 //! claim carries an HMAC over the completion key and its fields: a claim the controller did not
-//! write is not a claim. No I/O.
+//! write is not a claim. A settled mark (`sent`, `failed`, `skipped`) keeps a record of the same
+//! form beside it, naming its state and signed with it: a settled mark without one is not the
+//! controller's either. No I/O.
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use ring::hmac;
@@ -43,6 +45,9 @@ pub struct Claim {
     /// when the completion was first claimed: every attempt and replica sends the same body.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<FrozenBody>,
+    /// The settled state this record vouches for (`sent`, `failed`, `skipped`); none on a claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sig: Option<String>,
 }
@@ -85,10 +90,42 @@ impl Claim {
             at: now,
             until: now.checked_add(ttl).unwrap_or(Timestamp::MAX),
             body,
+            state: None,
             sig: None,
         };
         claim.sig = key.sign(&claim, completion);
         claim
+    }
+
+    /// The record beside a settled mark of `completion` in `state`, written by `claimant` at
+    /// `now`: it holds for no time, and only its signature matters. None without a key (then
+    /// marks are unsigned and any counts).
+    pub fn seal(
+        claimant: &Claimant,
+        now: Timestamp,
+        completion: &str,
+        state: &str,
+        key: &MarkKey,
+    ) -> Option<Claim> {
+        if !key.is_set() {
+            return None;
+        }
+        let mut record = Claim {
+            holder: claimant.holder.clone(),
+            epoch: claimant.epoch,
+            at: now,
+            until: now,
+            body: None,
+            state: Some(state.to_owned()),
+            sig: None,
+        };
+        record.sig = key.sign(&record, completion);
+        Some(record)
+    }
+
+    /// A claim on a pending mark, not the record of a settled one.
+    pub fn is_claim(&self) -> bool {
+        self.state.is_none()
     }
 
     /// None for text that is not a claim, or longer than any the controller writes.
@@ -150,6 +187,9 @@ impl Claim {
         if let Some(body) = &self.body {
             let message = serde_json::to_string(&body.message).unwrap_or_default();
             text.push_str(&format!("\nbody\n{}\n{message}", body.resource_version));
+        }
+        if let Some(state) = &self.state {
+            text.push_str(&format!("\nstate\n{state}"));
         }
         text
     }
@@ -305,5 +345,26 @@ mod tests {
             !MarkKey::new(new).verifies(&before, KEY),
             "the old key dropped"
         );
+    }
+
+    /// A settled mark's record vouches for its state and completion only, and is no claim.
+    #[test]
+    fn a_seal_signs_the_state_it_settles_and_holds_nothing() {
+        let key = MarkKey::new(b"a shared secret of the replicas");
+        let me = Claimant::new("pipewarden-0");
+        let now = Timestamp::now();
+        let sent = Claim::seal(&me, now, KEY, "sent", &key).expect("a key signs");
+        assert!(key.verifies(&sent, KEY) && !sent.is_claim());
+        assert_eq!(Claim::parse(&sent.annotation_value()), Some(sent.clone()));
+        let failed = Claim {
+            state: Some("failed".into()),
+            ..sent.clone()
+        };
+        assert!(!key.verifies(&failed, KEY), "the state is signed");
+        assert!(!key.verifies(&sent, "uid/other/completion/Failed"));
+        assert!(!sent.holds_seen(Duration::ZERO, Duration::from_secs(130)));
+        assert_eq!(Claim::seal(&me, now, KEY, "sent", &MarkKey::none()), None);
+        let claim = Claim::new(&me, now, Duration::from_secs(70), KEY, &key);
+        assert!(claim.is_claim());
     }
 }

@@ -85,13 +85,13 @@ impl Mark {
         format!("{}/{}", self.state(), self.key())
     }
 
-    /// A JSON merge patch setting this mark (annotation and label) and `claim` beside a
-    /// pending one (a settled mark takes the claim away); the server refuses it (409) unless
-    /// the object is still at `resource_version`.
-    pub fn patch(&self, resource_version: &str, claim: Option<&Claim>) -> Value {
-        let claim = match (self, claim) {
-            (Mark::Pending(_), Some(claim)) => Value::String(claim.annotation_value()),
-            _ => Value::Null,
+    /// A JSON merge patch setting this mark (annotation and label) and `record` beside it: the
+    /// claim of a pending mark, the signed record of a settled one (none: the annotation is
+    /// removed); the server refuses it (409) unless the object is still at `resource_version`.
+    pub fn patch(&self, resource_version: &str, record: Option<&Claim>) -> Value {
+        let claim = match record {
+            Some(record) => Value::String(record.annotation_value()),
+            None => Value::Null,
         };
         json!({
             "metadata": {
@@ -104,6 +104,25 @@ impl Mark {
             }
         })
     }
+}
+
+/// Whether `mark` on the completion `completion` is one the controller wrote. Without a mark
+/// key, any mark is. With one, a pending mark needs a claim the controller signed for this
+/// completion, a settled mark a record it signed for this completion and this state: a mark a
+/// namespace editor wrote (Workflows have no status subresource), or moved from one state to
+/// another, is not the controller's, and its completion is judged as unmarked.
+pub fn signed_mark(mark: &Mark, record: Option<&Claim>, key: &MarkKey, completion: &str) -> bool {
+    if !key.is_set() {
+        return true;
+    }
+    let Some(record) = record else {
+        return false;
+    };
+    let state_matches = match mark {
+        Mark::Pending(_) => record.is_claim(),
+        settled => record.state.as_deref() == Some(settled.state()),
+    };
+    state_matches && key.verifies(record, completion)
 }
 
 /// What to do about a completion, decided against a fresh read of the workflow (or, for a
@@ -218,13 +237,15 @@ pub fn plan_judging(
             current.completion_key(),
         ));
     }
-    let claim = claim.filter(|claim| rules.key.verifies(claim, &key));
+    let record = claim;
+    let claim = claim.filter(|claim| claim.is_claim() && rules.key.verifies(claim, &key));
     match mark {
         Some(mark) if current.is_completion_key(mark.key()) => match mark {
+            // With a mark key, a mark the controller did not sign (a pending one without its
+            // claim, a settled one without its record) is not one of its marks: the completion
+            // is judged as unclaimed.
+            _ if !signed_mark(mark, record, rules.key, &key) => unclaimed(current, rules),
             Mark::Sent(_) => Plan::AlreadySent,
-            // With a mark key, a pending mark without a claim the controller signed is not one
-            // of its marks: the completion is judged as unclaimed.
-            Mark::Pending(_) if rules.key.is_set() && claim.is_none() => unclaimed(current, rules),
             Mark::Pending(_) => match claim {
                 Some(claim) if claim.is_by(rules.claimant) => Plan::Resend,
                 Some(claim) if holds(claim) => Plan::ClaimedElsewhere {

@@ -325,7 +325,9 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
                 // The Event first (a second create is a no-op), then the mark that settles it.
                 let outcome = report_too_old(gate, &current).await?;
                 let mark = Mark::Skipped(run.key.clone());
-                match write_mark(gate, &api, &run.seen.name, &mark, &resource_version, None).await {
+                let seal = gate.seal(&mark);
+                let name = &run.seen.name;
+                match write_mark(gate, &api, name, &mark, &resource_version, seal.as_ref()).await {
                     Ok(_) => return Ok(Some(outcome)),
                     Err(kube::Error::Api(status)) if status.is_conflict() => continue,
                     Err(error) => return Err(Failure::new("claim", error)),
@@ -484,6 +486,7 @@ async fn mark_sent(gate: &Gate, run: &mut Run) -> Result<(), Failure> {
     };
     let api = workflows(&gate.ctx, &claimed.facts.namespace);
     let mark = Mark::Sent(run.key.clone());
+    let seal = gate.seal(&mark);
     for _ in 0..CONFLICT_ATTEMPTS {
         let resource_version = claimed.resource_version.clone().unwrap_or_default();
         match write_mark(
@@ -492,7 +495,7 @@ async fn mark_sent(gate: &Gate, run: &mut Run) -> Result<(), Failure> {
             &claimed.facts.name,
             &mark,
             &resource_version,
-            None,
+            seal.as_ref(),
         )
         .await
         {
@@ -506,11 +509,24 @@ async fn mark_sent(gate: &Gate, run: &mut Run) -> Result<(), Failure> {
             read(&api, &claimed.facts.name).await
         };
         match fresh {
-            Ok(Some(fresh)) => match fresh.mark {
-                Some(Mark::Pending(key)) if key == run.key && gate.holds(fresh.claim.as_ref()) => {
+            Ok(Some(fresh)) => match &fresh.mark {
+                Some(Mark::Pending(key)) if *key == run.key && gate.holds(fresh.claim.as_ref()) => {
                     claimed.resource_version = Some(fresh.facts.resource_version);
                 }
-                Some(Mark::Sent(key)) if key == run.key => return Ok(()),
+                Some(found @ Mark::Sent(key))
+                    if *key == run.key && gate.signed(found, fresh.claim.as_ref(), &run.key) =>
+                {
+                    return Ok(());
+                }
+                // A settled mark the controller did not sign replaced the claim: delivered, so
+                // the signed sent mark goes over it.
+                Some(found)
+                    if found.key() == run.key
+                        && !matches!(found, Mark::Pending(_))
+                        && !gate.signed(found, fresh.claim.as_ref(), &run.key) =>
+                {
+                    claimed.resource_version = Some(fresh.facts.resource_version);
+                }
                 _ => {
                     tracing::warn!(
                         key = run.key,
@@ -579,14 +595,14 @@ pub(super) async fn settle_mark(gate: &Gate, facts: &WorkflowFacts, mark: Mark) 
         if current.uid != facts.uid || current.completion_key() != key {
             return;
         }
-        if live
-            .own_mark()
-            .is_some_and(|found| !matches!(found, Mark::Pending(_)))
-        {
+        // Settled already, by a mark the controller signed (one it did not sign is written over).
+        if live.own_mark().is_some_and(|found| {
+            !matches!(found, Mark::Pending(_)) && gate.signed(found, live.claim.as_ref(), &key)
+        }) {
             return;
         }
         // A pending claim another replica holds is that replica's to settle.
-        if live.own_mark().is_some() && !gate.holds(live.claim.as_ref()) {
+        if matches!(live.own_mark(), Some(Mark::Pending(_))) && !gate.holds(live.claim.as_ref()) {
             return;
         }
         match write_mark(
@@ -595,7 +611,7 @@ pub(super) async fn settle_mark(gate: &Gate, facts: &WorkflowFacts, mark: Mark) 
             &facts.name,
             &mark,
             &current.resource_version,
-            None,
+            gate.seal(&mark).as_ref(),
         )
         .await
         {
@@ -650,22 +666,23 @@ pub(super) async fn read(api: &Api<ListedWorkflow>, name: &str) -> kube::Result<
         .and_then(|object| Seen::of(&object.into_value())))
 }
 
-/// Sets `mark` (with `claim` beside a pending one) on the workflow, only if it is still at
-/// `resource_version`; returns the resourceVersion written.
+/// Sets `mark` (with `record` beside it: a pending mark's claim, a settled mark's signed
+/// record) on the workflow, only if it is still at `resource_version`; returns the
+/// resourceVersion written.
 async fn write_mark(
     gate: &Gate,
     api: &Api<ListedWorkflow>,
     name: &str,
     mark: &Mark,
     resource_version: &str,
-    claim: Option<&Claim>,
+    record: Option<&Claim>,
 ) -> kube::Result<Option<String>> {
     let _permit = gate.api_permit().await;
     let written = api
         .patch(
             name,
             &PatchParams::default(),
-            &Patch::Merge(&mark.patch(resource_version, claim)),
+            &Patch::Merge(&mark.patch(resource_version, record)),
         )
         .await?;
     Ok(written.metadata.resource_version)

@@ -1,7 +1,8 @@
 //! The one way a completion reaches the action path, whatever showed it: a watch event, a
 //! re-check, the catch-up listing of a new leader, the sweep of pending claims, or a DELETE's
 //! final object. Every one passes the same checks, in the same order: this replica may write,
-//! the object does not show the completion settled, and then the mode decides. In observe
+//! the object does not show the completion settled (by a mark the controller signed, with a
+//! mark key), and then the mode decides. In observe
 //! mode nothing reaches `action` (which claims, marks and POSTs): `observe` reports instead.
 
 use std::sync::Arc;
@@ -33,7 +34,13 @@ pub(super) async fn enter(
     let known = if !gate.ctx.may_write() {
         Some(Outcome::NotLeader)
     } else {
-        match seen.own_mark() {
+        // A mark the controller did not sign (with a mark key) settles nothing: the action
+        // path judges the completion as unmarked.
+        let key = seen.facts.completion_key();
+        let signed = seen
+            .own_mark()
+            .filter(|mark| gate.signed(mark, seen.claim.as_ref(), &key));
+        match signed {
             Some(Mark::Sent(_)) => Some(Outcome::AlreadyNotified),
             Some(Mark::Failed(_)) => Some(Outcome::AlreadyFailed),
             Some(Mark::Skipped(_)) => Some(Outcome::AlreadySkipped),

@@ -23,7 +23,7 @@ use k8s_openapi::jiff::Timestamp;
 use crate::exit::TombstoneCache;
 use crate::exit::claim::{Claim, Claimant, FrozenBody, MarkKey};
 use crate::exit::event::WorkflowFacts;
-use crate::exit::notification::{Mark, Plan, Rules, freeze, plan_judging};
+use crate::exit::notification::{Mark, Plan, Rules, freeze, plan_judging, signed_mark};
 use crate::exit::seen::Seen;
 
 pub(super) enum Work {
@@ -184,6 +184,23 @@ impl Gate {
         )
     }
 
+    /// The signed record a settled `mark` is written with (none without a mark key).
+    pub fn seal(&self, mark: &Mark) -> Option<Claim> {
+        Claim::seal(
+            &self.claimant,
+            Timestamp::now(),
+            mark.key(),
+            mark.state(),
+            &self.mark_key,
+        )
+    }
+
+    /// Whether `mark` on the completion `key`, with `record` beside it, is one the controller
+    /// wrote (see [`signed_mark`]).
+    pub fn signed(&self, mark: &Mark, record: Option<&Claim>, key: &str) -> bool {
+        signed_mark(mark, record, &self.mark_key, key)
+    }
+
     /// The body's changeable parts for the completion `key`: as a claim the controller wrote
     /// froze them (verified, with a mark key), else as `current` shows them now.
     pub fn frozen_body(
@@ -235,7 +252,7 @@ impl Gate {
 
     /// Whether this replica holds `claim` (a verified claim by this very process).
     pub fn holds(&self, claim: Option<&Claim>) -> bool {
-        claim.is_some_and(|claim| claim.is_by(&self.claimant))
+        claim.is_some_and(|claim| claim.is_claim() && claim.is_by(&self.claimant))
     }
 
     /// Whether this replica may claim, mark and deliver: it may write, and does not observe.

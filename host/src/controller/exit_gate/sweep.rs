@@ -66,7 +66,7 @@ async fn sweep_one(gate: &Arc<Gate>, seen: Seen) {
     let claim = seen
         .claim
         .as_ref()
-        .filter(|claim| gate.mark_key.verifies(claim, &key));
+        .filter(|claim| claim.is_claim() && gate.mark_key.verifies(claim, &key));
     if gate.mark_key.is_set() && claim.is_none() {
         tracing::debug!(key, "a pending mark the controller did not sign; ignored");
         return;

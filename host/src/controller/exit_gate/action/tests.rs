@@ -29,6 +29,8 @@ use crate::exit::tombstone::MonotonicClock;
 use crate::testing::default_policy;
 use crate::testing::fake_api::{FakeApi, status};
 
+mod settled_marks;
+
 const UID: &str = "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61";
 const PATH: &str = "/namespaces/team-a/workflows/nightly-etl";
 const STARTED: &str = "2026-08-04T01:00:00Z";
@@ -487,7 +489,7 @@ async fn a_receiver_that_keeps_failing_is_given_up_with_a_failed_mark_and_a_warn
     );
     assert!(
         claim_of(&patches[1]).is_none(),
-        "a settled mark drops the claim"
+        "without a mark key, a settled mark drops the claim"
     );
     assert_eq!(
         h.event_reasons(),
