@@ -23,6 +23,10 @@ pub const API_SERVER_ENV_KEY: &str = "pipewarden.io/api-server-env";
 /// every variable with that prefix that the environment does not hold.
 pub const API_SERVER_ENV_UNKNOWN_KEY: &str = "pipewarden.io/api-server-env-unknown";
 
+/// The key of the host's budget, which the host takes out of the settings before the policy
+/// sees them: here, it only names what a misspelt key may have meant.
+const HOST_BUDGET_KEY: &str = "pipewarden.io/budget";
+
 /// Everything a render needs besides the SWF and the target, and `notify`. Keys KFP does not
 /// read are ignored, as the API server ignores unrelated variables, so a Deployment's `env` can
 /// be copied as it is.
@@ -173,6 +177,28 @@ impl Settings {
             notify,
             source_digest,
         })
+    }
+
+    /// Keys these settings name that nothing reads but that are one or two edits from a key
+    /// something does (a KFP API server variable, `notify`, a key the host hands over or
+    /// reads), each with the likely key: ignored as every unread key is, so a misspelt one
+    /// would silently change nothing. `validate-settings` warns of each.
+    pub fn misspelt_keys(&self) -> Vec<(String, &'static str)> {
+        let known = || {
+            SETTINGS_KEYS.iter().map(|(key, _, _)| *key).chain([
+                "notify",
+                API_SERVER_ENV_KEY,
+                API_SERVER_ENV_UNKNOWN_KEY,
+                HOST_BUDGET_KEY,
+            ])
+        };
+        self.variables
+            .keys()
+            .filter(|key| !SETTINGS_KEYS.iter().any(|(known, _, _)| known == key))
+            .filter_map(|key| {
+                pipewarden_guest::settings::likely_key(key, known()).map(|k| (key.clone(), k))
+            })
+            .collect()
     }
 
     /// Whether these settings can be used at all (`validate-settings`): their shape, `notify`,

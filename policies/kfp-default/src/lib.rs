@@ -22,7 +22,13 @@ pub struct KfpDefault;
 
 impl Policy for KfpDefault {
     fn validate_settings(settings: String) -> Result<(), String> {
-        Settings::parse(&settings)?.validate()
+        let settings = Settings::parse(&settings)?;
+        for (given, likely) in settings.misspelt_keys() {
+            pipewarden_guest::log::warn(&format!(
+                "settings key {given:?} is read by nothing and ignored; did you mean {likely:?}?"
+            ));
+        }
+        settings.validate()
     }
 
     fn should_rebuild(input: RebuildInput) -> RebuildDecision {

@@ -291,3 +291,30 @@ fn notify_does_not_change_the_render_digest() {
     let other_image = with(|s| s["V2_LAUNCHER_IMAGE"] = json!("l:2")).unwrap();
     assert_ne!(plain.source_digest, other_image.source_digest);
 }
+
+/// A key nothing reads is ignored; one or two edits from a known key, it is named with the key
+/// it likely meant (`validate-settings` warns), and still accepted.
+#[test]
+fn a_key_one_or_two_edits_from_a_known_one_is_named_with_it() {
+    let settings = with(|v| {
+        v["V2_DRIVER_IMAG"] = json!("ghcr.io/kubeflow/kfp-driver:2.17.0");
+        v["v2_launcher_image"] = json!("ghcr.io/kubeflow/kfp-launcher:2.17.0");
+        v["notfy"] = json!("all");
+        v["pipewarden.io/budgt"] = json!({"poolSize": 4});
+        v["HOME"] = json!("/root");
+    })
+    .expect("accepted: unread keys are ignored");
+    let mut misspelt = settings.misspelt_keys();
+    misspelt.sort();
+    assert_eq!(
+        misspelt,
+        [
+            ("V2_DRIVER_IMAG".to_owned(), "V2_DRIVER_IMAGE"),
+            ("notfy".to_owned(), "notify"),
+            ("pipewarden.io/budgt".to_owned(), HOST_BUDGET_KEY),
+            ("v2_launcher_image".to_owned(), "V2_LAUNCHER_IMAGE"),
+        ]
+    );
+    let shipped = with(|_| {}).unwrap();
+    assert_eq!(shipped.misspelt_keys(), [], "the shipped settings");
+}
