@@ -11,7 +11,7 @@ kustomize="${KUSTOMIZE:-${PIPEWARDEN_CONTROL_PLANE_BIN:-${PIPEWARDEN_CONTROL_PLA
 [[ -f "$wasm" ]] || { echo "no policy at $wasm: run \`make policies\`" >&2; exit 1; }
 [[ -x "$kustomize" ]] || { echo "no kustomize at $kustomize: run \`make control-plane\`" >&2; exit 1; }
 cp "$wasm" "$here/base/policy/policy.wasm"
-echo "sha256:$(sha256sum "$wasm" | cut -d' ' -f1)" >"$here/base/policy/policy.sha256"
+printf 'sha256:%s' "$(sha256sum "$wasm" | cut -d' ' -f1)" >"$here/base/policy/policy.sha256"
 if [[ -z "${COMPONENTS:-}" ]]; then
   exec "$kustomize" build "$here/overlays/$overlay"
 fi

@@ -216,7 +216,7 @@ async fn each_chart_variant_passes_a_server_side_dry_run_apply() -> Result<()> {
                     .with_context(|| format!("PIPEWARDEN_POLICY {reference}"))?;
                 let verify = env_value(deployments[0], "PIPEWARDEN_POLICY_VERIFY_KEY");
                 ensure!(verify.is_some(), "no verify key");
-                ensure!(env_value(deployments[0], "PIPEWARDEN_POLICY_SHA256_FILE").is_none());
+                ensure!(env_value(deployments[0], "PIPEWARDEN_POLICY_SHA256").is_none());
             }
             "sharded" => {
                 // Three Deployments, each its own shard; the Role names exactly their Leases.

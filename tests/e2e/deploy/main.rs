@@ -14,6 +14,7 @@ mod helm;
 mod image_registry;
 mod install_path;
 mod manifests;
+mod pins;
 mod plan;
 mod policy_swap;
 mod rbac;

@@ -149,7 +149,7 @@ fn the_rendered_deployment_runs_locked_down_with_probes_and_limits() -> Result<(
 }
 
 #[test]
-fn the_rendered_configmap_pins_the_policy_it_carries() -> Result<()> {
+fn the_rendered_deployment_pins_the_policy_the_configmap_carries() -> Result<()> {
     let objects = rendered_kubeflow()?;
     let mut object = one_of(&objects, "ConfigMap")?.clone();
     // kustomize folds base64 into lines, which the API server's decoder skips and serde's does not.
@@ -168,10 +168,14 @@ fn the_rendered_configmap_pins_the_policy_it_carries() -> Result<()> {
         .and_then(|d| d.get("policy.wasm"))
         .context("binaryData policy.wasm")?;
     let data = config_map.data.clone().unwrap_or_default();
-    let pin = data
-        .get("policy.sha256")
-        .context("data policy.sha256")?
-        .trim();
+    let deployment = one_of(&objects, "Deployment")?;
+    let pin = deployment.data["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|var| var["name"] == "PIPEWARDEN_POLICY_SHA256")
+        .and_then(|var| var["value"].as_str())
+        .context("the Deployment's PIPEWARDEN_POLICY_SHA256")?;
     ensure!(
         pin == sha256_pin(&wasm.0)?,
         "pin {pin} is not the bytes' sha256"

@@ -19,20 +19,43 @@ pub const HELM_LABELS: [&str; 3] = [
 ];
 
 /// What is done to both sides before they are compared, each step named.
-pub const NORMALISATIONS: [&str; 3] = [
+pub const NORMALISATIONS: [&str; 4] = [
     "Helm's own labels (HELM_LABELS) are dropped wherever labels are: metadata, selectors, pod \
      templates, topology spread",
     "binaryData is compared decoded: kustomize wraps the base64 at 70 columns, Helm does not",
     "settings.json is compared as JSON: kustomize ships the file ({} and a newline), the chart \
      writes the `settings.file` value",
+    "the Deployment's PIPEWARDEN_SETTINGS_SHA256 is compared as whether it is the sha256 of the \
+     settings.json bytes the same render ships (the bytes differ, as above)",
 ];
 
 /// `(kind, name)` -> the object as JSON, normalised by [`NORMALISATIONS`].
 pub fn normalised(objects: &[DynamicObject]) -> Result<BTreeMap<(String, String), Value>> {
+    let settings_pin = objects
+        .iter()
+        .find_map(|o| {
+            o.data
+                .pointer("/data/settings.json")
+                .and_then(Value::as_str)
+        })
+        .map(|text| format!("sha256:{}", sha(text.as_bytes())));
     let mut out = BTreeMap::new();
     for object in objects {
         let mut value = serde_json::to_value(object)?;
         drop_helm_labels(&mut value);
+        if let Some(env) = value
+            .pointer_mut("/spec/template/spec/containers/0/env")
+            .and_then(Value::as_array_mut)
+        {
+            for var in env
+                .iter_mut()
+                .filter(|var| var["name"] == "PIPEWARDEN_SETTINGS_SHA256")
+            {
+                if var["value"].as_str() == settings_pin.as_deref() {
+                    var["value"] = "the sha256 of this render's settings.json".into();
+                }
+            }
+        }
         if let Some(binary) = value.get_mut("binaryData").and_then(Value::as_object_mut) {
             for (key, data) in binary.iter_mut() {
                 let text: String = data

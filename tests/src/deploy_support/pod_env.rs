@@ -15,6 +15,15 @@ pub struct Pod<'a> {
     pub http_port: u16,
 }
 
+/// The pins kustomize writes into the Deployment from `policy/*.sha256`
+/// (deploy/base/kustomization.yaml's replacements), each with the file of the policy volume
+/// it pins: here computed from the files the test's policy volume holds, as deploy/render.sh
+/// computes the policy's.
+const PINS: [(&str, &str); 2] = [
+    ("PIPEWARDEN_POLICY_SHA256", "policy.wasm"),
+    ("PIPEWARDEN_SETTINGS_SHA256", "settings.json"),
+];
+
 /// `(name, value)` of every environment variable of the base Deployment's container.
 pub fn deployment_env(volumes: &Path, pod: &Pod<'_>) -> Result<Vec<(String, String)>> {
     let objects = base_file("deployment.yaml")?;
@@ -40,10 +49,19 @@ pub fn deployment_env(volumes: &Path, pod: &Pod<'_>) -> Result<Vec<(String, Stri
             .as_ref()
             .and_then(|from| from.field_ref.as_ref())
             .map(|field| field.field_path.as_str());
+        let pinned = PINS
+            .iter()
+            .find(|(name, _)| *name == var.name)
+            .map(|(_, file)| *file);
         let value = match (&var.value, field) {
             (_, Some("metadata.name")) => pod.name.to_owned(),
             (_, Some("metadata.namespace")) => pod.namespace.to_owned(),
             _ if var.name == "PIPEWARDEN_HTTP_ADDR" => format!("127.0.0.1:{}", pod.http_port),
+            _ if pinned.is_some() => {
+                let path = volumes.join("policy").join(pinned.unwrap_or_default());
+                let bytes = std::fs::read(&path).with_context(|| format!("{}", path.display()))?;
+                super::sha256_pin(&bytes)?
+            }
             (Some(value), None) => match mounts.iter().find(|(p, _)| value.starts_with(p)) {
                 Some((path, volume)) => {
                     let rest = value[path.len()..].trim_start_matches('/');
