@@ -62,8 +62,8 @@ Examples:
 
 pub const COMPLETIONS: &str = "\
 Examples:
-  pipewarden completions bash > /etc/bash_completion.d/pipewarden
-  pipewarden completions zsh > \"${fpath[1]}/_pipewarden\"";
+  pipewarden completions bash | sudo tee /etc/bash_completion.d/pipewarden
+  pipewarden completions zsh | tee \"${fpath[1]}/_pipewarden\"";
 
 pub const POLICY_PUSH: &str = "\
 Examples:

@@ -146,7 +146,7 @@ async fn seed(client: &kube::Client, namespace: &str, count: usize) -> Result<()
         .buffer_unordered(16)
         .enumerate()
         .map(|(done, created)| {
-            if (done + 1) % 10_000 == 0 {
+            if (done + 1).is_multiple_of(10_000) {
                 eprintln!("{} SWFs created ({:.0?})", done + 1, started.elapsed());
             }
             created

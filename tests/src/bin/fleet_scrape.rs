@@ -55,7 +55,7 @@ impl Recorder {
         for tick in 1..=seconds {
             tokio::time::sleep(Duration::from_secs(1)).await;
             self.scrape(running).await?;
-            if tick % every == 0 {
+            if tick.is_multiple_of(every) {
                 complete().await?;
             }
         }

@@ -214,7 +214,7 @@ fn table(
     rows: &Spooled,
     limit: usize,
 ) -> anyhow::Result<()> {
-    write!(out, "{}\n", settings_lines(header))?;
+    writeln!(out, "{}", settings_lines(header))?;
     write!(out, "{}", summary_table(summary).render())?;
     let all = summary.all_swfs();
     let plans = all.counts();
