@@ -67,10 +67,7 @@ async fn the_oci_overlay_takes_the_policy_by_reference_with_its_key_and_pull_sec
     ] {
         ensure!(names.contains(wanted), "no {wanted} in {names:?}");
     }
-    ensure!(
-        !names.contains("PIPEWARDEN_POLICY_SHA256"),
-        "{names:?}"
-    );
+    ensure!(!names.contains("PIPEWARDEN_POLICY_SHA256"), "{names:?}");
     let policy = &env
         .iter()
         .find(|(name, _)| name == "PIPEWARDEN_POLICY")
