@@ -26,7 +26,18 @@ pub struct WorkflowFacts {
     /// [`TENANT_TEXT_MAX`](super::bounded::TENANT_TEXT_MAX) bytes (anyone who edits the
     /// workflow can write it).
     pub message: Option<String>,
+    /// Which run of the workflow this is ([`RUN_ANNOTATION`]): 1 until the exit gate saw it
+    /// run again after a completion it had marked.
+    pub run: u32,
 }
+
+/// The annotation counting a workflow's runs, written by the exit gate when it sees a
+/// workflow it marked complete running again (`argo retry`): the run after the first has it in
+/// its completion key, so a re-run that completes within the same second as the run before,
+/// with the same times and phase, is a completion of its own.
+pub const RUN_ANNOTATION: &str = "pipewarden.io/exit-run";
+/// Runs counted at most; a higher or unreadable count reads as this (written by hand).
+pub const RUN_MAX: u32 = 10_000;
 
 impl WorkflowFacts {
     /// None if the object lacks a name or uid: such an object cannot be reasoned about.
@@ -52,7 +63,31 @@ impl WorkflowFacts {
             message: text("/status/message")
                 .filter(|m| !m.is_empty())
                 .map(|m| capped(m).into_owned()),
+            run: workflow
+                .pointer("/metadata/annotations")
+                .and_then(|annotations| annotations.get(RUN_ANNOTATION))
+                .and_then(Value::as_str)
+                .map_or(1, |text| {
+                    text.parse::<u32>().map_or(RUN_MAX, |n| n.clamp(1, RUN_MAX))
+                }),
         })
+    }
+
+    /// The run a mark's `key` names: its fifth part, 1 without one (a first run, or a key of
+    /// an earlier version).
+    pub fn run_of_key(key: &str) -> u32 {
+        key.split('/')
+            .nth(4)
+            .and_then(|run| run.parse().ok())
+            .unwrap_or(1)
+    }
+
+    /// Whether `key` (read from a mark) names a completion of this workflow's current run, or
+    /// of a run before it: what the gate looks for on a workflow running again.
+    pub fn marks_run(&self, key: &str) -> Option<u32> {
+        key.strip_prefix(&self.uid)
+            .filter(|rest| rest.starts_with('/'))
+            .map(|_| WorkflowFacts::run_of_key(key))
     }
 
     /// Identifies one completion of a workflow: `<uid>/<startedAt>/<finishedAt>/<phase>`, the
@@ -65,15 +100,21 @@ impl WorkflowFacts {
     /// resourceVersion and generation are not part of it: later writes to the same completion
     /// (labels, this controller's own annotation, Argo's garbage collection) move them. The
     /// phase is: a stale copy that Argo's lagging cache turned into `Error` in the second the
-    /// real run succeeded has a key of its own, never the real completion's.
+    /// real run succeeded has a key of its own, never the real completion's. From the second
+    /// run the gate counted ([`RUN_ANNOTATION`]) the key ends in `/<run>`, which tells apart
+    /// even those.
     pub fn completion_key(&self) -> String {
-        format!(
+        let mut key = format!(
             "{}/{}/{}/{}",
             self.uid,
             self.started_at.as_deref().unwrap_or("-"),
             self.finished_at.as_deref().unwrap_or("-"),
             self.phase_text
-        )
+        );
+        if self.run > 1 {
+            key.push_str(&format!("/{}", self.run));
+        }
+        key
     }
 
     /// The key versions before 0.1.1 of the exit gate wrote (`<uid>/<finishedAt>`): a mark
@@ -88,7 +129,7 @@ impl WorkflowFacts {
 
     /// Whether `key` (read from a mark) names this completion.
     pub fn is_completion_key(&self, key: &str) -> bool {
-        key == self.completion_key() || key == self.legacy_completion_key()
+        key == self.completion_key() || (self.run == 1 && key == self.legacy_completion_key())
     }
 
     /// For the tombstone rules, a copy in a complete phase counts as completed even without a

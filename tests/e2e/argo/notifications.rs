@@ -143,6 +143,13 @@ async fn argo_v4_exit_notifications_one_per_completion() -> Result<()> {
     let rerun = wait_next_completion(&api, retried, &first_started).await?;
     ensure!(rerun.uid() == first.uid(), "a retry keeps the uid");
     ensure!(phase(&rerun) == "Succeeded", "retried: {}", phase(&rerun));
+    // The gate saw the marked workflow running again under Argo's retry and counted the run;
+    // Argo's own writes through the re-run kept the count.
+    ensure!(
+        run_counted(&rerun) == Some(2),
+        "run counted: {:?}",
+        run_counted(&rerun)
+    );
     let rerun_key = completion_key(&rerun)?;
     wait_for_sent(&api, retried, &rerun_key).await?;
     expected.insert(rerun_key, (retried.to_owned(), "Succeeded".to_owned()));

@@ -137,6 +137,11 @@ async fn a_receiver_answering_after_the_timeout_is_counted_and_backed_off() -> R
     Ok(())
 }
 
+/// The case Argo's own fields cannot tell apart: a first run started and finished in one
+/// second, `argo retry` in that second (startedAt reset to the same second), and the re-run
+/// failing again in it: same uid, startedAt, finishedAt and phase. The gate counts the run when
+/// it sees the marked workflow running again (`pipewarden.io/exit-run: 2`), so the re-run's key
+/// ends in `/2` and it is notified (before, it was taken for the first completion: 1 POST).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn argo_retry_completing_again_within_the_same_second_is_notified_again() -> Result<()> {
     let control_plane = shared().await?;
@@ -145,31 +150,57 @@ async fn argo_retry_completing_again_within_the_same_second_is_notified_again() 
     let receiver = Receiver::start().await?;
     let controller = Controller::start(control_plane, &namespace, &[receiver.flag()]).await?;
     let api = workflows(&client, &namespace);
-    let running = set_phase(&api, &submit(&api, "retried").await?, "Running", None).await?;
-    let finished = timestamp(0);
-    let first = set_phase(&api, &running, "Failed", Some(&finished)).await?;
+    set_phase(&api, &submit(&api, "retried").await?, "Running", None).await?;
+    // Started and failed in the same second.
+    let second_of_it = timestamp(0);
+    let failed = json!({
+        "metadata": {"labels": {"workflows.argoproj.io/completed": "true",
+                                "workflows.argoproj.io/phase": "Failed"}},
+        "status": {"phase": "Failed", "startedAt": second_of_it, "finishedAt": second_of_it},
+    });
+    let first = api
+        .patch("retried", &PatchParams::default(), &Patch::Merge(&failed))
+        .await?;
     let first_key = completion_key(&first)?;
     wait_for_sent(&api, "retried", &first_key).await?;
 
-    // `argo retry`: the same uid back to Running, startedAt reset to now (the same second),
-    // finishedAt cleared, the completed label removed; then it fails again in that second.
+    // `argo retry` in that second: back to Running, startedAt reset to now (the same second),
+    // finishedAt cleared, the completed label removed.
     let retry = json!({
         "metadata": {"labels": {"workflows.argoproj.io/completed": null,
                                 "workflows.argoproj.io/phase": "Running"}},
-        "status": {"phase": "Running", "startedAt": finished, "finishedAt": null},
+        "status": {"phase": "Running", "startedAt": second_of_it, "finishedAt": null},
     });
     api.patch("retried", &PatchParams::default(), &Patch::Merge(&retry))
         .await?;
+    pipewarden_tests::wait::until("the run counted", WAIT, || async {
+        let live = api.get("retried").await?;
+        Ok((live
+            .annotations()
+            .get("pipewarden.io/exit-run")
+            .map(String::as_str)
+            == Some("2"))
+        .then_some(()))
+    })
+    .await?;
+    // The re-run fails again in that second.
     let again = json!({
         "metadata": {"labels": {"workflows.argoproj.io/completed": "true",
                                 "workflows.argoproj.io/phase": "Failed"}},
-        "status": {"phase": "Failed", "finishedAt": finished},
+        "status": {"phase": "Failed", "finishedAt": second_of_it},
     });
     let second = api
         .patch("retried", &PatchParams::default(), &Patch::Merge(&again))
         .await?;
+    let status = &second.data["status"];
+    ensure!(
+        status["startedAt"] == first.data["status"]["startedAt"]
+            && status["finishedAt"] == first.data["status"]["finishedAt"]
+            && status["phase"] == first.data["status"]["phase"],
+        "the re-run's times and phase are the first run's"
+    );
     let second_key = completion_key(&second)?;
-    ensure!(second_key != first_key, "{second_key}");
+    ensure!(second_key == format!("{first_key}/2"), "{second_key}");
     wait_for_sent(&api, "retried", &second_key).await?;
     ensure!(
         receiver.per_key() == BTreeMap::from([(first_key, 1), (second_key, 1)]),

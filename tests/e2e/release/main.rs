@@ -109,7 +109,18 @@ async fn make_release_publishes_signed_multi_arch_artifacts_that_install() -> Re
     }
 
     let started = Instant::now();
-    let status = Command::new("make")
+    let mut make = Command::new("make");
+    // What cargo sets for this test (CARGO_PKG_*, CARGO_MANIFEST_DIR, ...) would reach the
+    // release build's crates and make cargo build them again: `make release` gets the
+    // environment a shell would give it.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy().into_owned();
+        if name.starts_with("CARGO_") && !matches!(name.as_str(), "CARGO_HOME" | "CARGO_TARGET_DIR")
+        {
+            make.env_remove(name);
+        }
+    }
+    let status = make
         .args(["--no-print-directory", "release"])
         .arg(format!("REGISTRY={}/pipewarden", registry.host))
         .arg(format!("DIST={}", dist.display()))
@@ -213,12 +224,7 @@ fn check_binaries(dist: &Path) -> Result<()> {
                 path.display()
             );
             let runs = if cfg!(target_arch = "x86_64") == (arch == "amd64") {
-                let version = run(Command::new(&path).arg("--version"))?;
-                ensure!(
-                    version.starts_with(&format!("{name} {VERSION}")),
-                    "{name}-linux-{arch} --version: {version}"
-                );
-                version.trim().to_owned()
+                runs_here(name, &path)?
             } else {
                 "(another architecture: ELF header only)".to_owned()
             };
@@ -232,6 +238,32 @@ fn check_binaries(dist: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Runs a released binary of this machine's architecture: pipewarden's `--version`, and
+/// kfp-compile on one of KFP 2.17.0's own test pipelines, whose output must equal the
+/// Workflow KFP 2.17.0's compiler wrote for it (as parsed values).
+fn runs_here(name: &str, path: &Path) -> Result<String> {
+    if name == "pipewarden" {
+        let version = run(Command::new(path).arg("--version"))?;
+        ensure!(
+            version.starts_with(&format!("pipewarden {VERSION} ")),
+            "pipewarden --version: {version}"
+        );
+        return Ok(version.trim().to_owned());
+    }
+    let case = "component_with_env_variable";
+    let data = repo_path("tests/data/upstream/kfp-2.17.0");
+    let compiled = run(Command::new(path).arg(data.join(format!("ir/{case}.yaml"))))?;
+    let ours: Value = serde_json::from_str(&compiled)?;
+    let upstream: Value = serde_yaml::from_str(&std::fs::read_to_string(
+        data.join(format!("compiled/{case}.yaml")),
+    )?)?;
+    ensure!(
+        ours == upstream,
+        "kfp-compile's {case} differs from KFP 2.17.0's"
+    );
+    Ok(format!("{case}: equal to KFP 2.17.0's compile"))
 }
 
 /// `cosign verify` (and `verify-attestation`) with the release's key passes on every signed

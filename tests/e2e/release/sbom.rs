@@ -62,11 +62,11 @@ pub fn locked() -> Result<Crates> {
     Ok(found)
 }
 
-/// The crates `package` links on `target`, as cargo resolves them (normal dependencies: what
-/// is compiled into the binary), the package itself left out.
+/// The crates `package` links on `target`, as cargo resolves them: normal dependencies, not
+/// what only a proc-macro (built for the build machine) uses, the package itself left out.
 pub fn linked(package: &str, target: &str) -> Result<Crates> {
     let output = Command::new(env!("CARGO"))
-        .args(["tree", "--locked", "-q", "-e", "normal", "--prefix", "none"])
+        .args(["tree", "--locked", "-q", "-e", "normal,no-proc-macro", "--prefix", "none"])
         .args(["-p", package, "--target", target])
         .current_dir(repo_path(""))
         .output()?;

@@ -642,7 +642,7 @@ pub(super) async fn report_superseded(gate: &Gate, live: &WorkflowFacts, claimed
     tracing::warn!(key = claimed_key, "{note}");
     let mut facts = live.clone();
     // Named after the claimed completion, so that it is recorded once.
-    if let [_, started, finished, phase] = claimed_key.splitn(4, '/').collect::<Vec<_>>()[..] {
+    if let [_, started, finished, phase, ..] = claimed_key.split('/').collect::<Vec<_>>()[..] {
         facts.started_at = Some(started.to_string());
         facts.finished_at = Some(finished.to_string());
         facts.phase_text = phase.to_string();

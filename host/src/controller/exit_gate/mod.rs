@@ -17,6 +17,7 @@ mod events;
 mod gate;
 mod listed;
 mod observe;
+mod rerun;
 mod sweep;
 mod tracker;
 mod watch;

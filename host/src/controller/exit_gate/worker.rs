@@ -55,6 +55,10 @@ async fn on_event(
     requeues: u32,
     handled: Option<oneshot::Sender<Handled>>,
 ) {
+    // A marked workflow running again (`argo retry`) has its run counted first.
+    if kind != EventKind::Deleted {
+        super::rerun::note(gate, &seen);
+    }
     // A DELETE hands the final object to its completion if one is under way, whatever the
     // decision below: the action path's read will find the workflow gone.
     if kind == EventKind::Deleted && seen.facts.complete {

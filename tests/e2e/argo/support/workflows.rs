@@ -186,7 +186,8 @@ pub fn is_complete(workflow: &DynamicObject) -> bool {
 }
 
 /// The completion key pipewarden documents, from Argo's status:
-/// `<uid>/<startedAt>/<finishedAt>/<phase>`.
+/// `<uid>/<startedAt>/<finishedAt>/<phase>`, then `/<run>` from the run the gate counted
+/// (`pipewarden.io/exit-run`) when it is past the first.
 pub fn completion_key(workflow: &DynamicObject) -> Result<String> {
     ensure!(
         is_complete(workflow),
@@ -194,13 +195,25 @@ pub fn completion_key(workflow: &DynamicObject) -> Result<String> {
         workflow.name_any()
     );
     let status = &workflow.data["status"];
-    Ok(format!(
+    let mut key = format!(
         "{}/{}/{}/{}",
         workflow.uid().unwrap_or_default(),
         status["startedAt"].as_str().unwrap_or_default(),
         status["finishedAt"].as_str().unwrap_or_default(),
         phase(workflow)
-    ))
+    );
+    if let Some(run) = run_counted(workflow).filter(|run| *run > 1) {
+        key.push_str(&format!("/{run}"));
+    }
+    Ok(key)
+}
+
+/// The run pipewarden counted on the workflow (`pipewarden.io/exit-run`), if any.
+pub fn run_counted(workflow: &DynamicObject) -> Option<u32> {
+    workflow
+        .annotations()
+        .get("pipewarden.io/exit-run")
+        .and_then(|run| run.parse().ok())
 }
 
 /// Waits until each of `names` is complete and returns them, by name. Prints progress.

@@ -29,6 +29,7 @@ use crate::exit::tombstone::MonotonicClock;
 use crate::testing::default_policy;
 use crate::testing::fake_api::{FakeApi, status};
 
+mod rerun;
 mod settled_marks;
 
 const UID: &str = "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61";
