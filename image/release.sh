@@ -127,7 +127,7 @@ deploy="$work/deploy"
 cp -R "$repo/deploy" "$deploy"
 rm -rf "$deploy/helm"
 cp "$POLICY_WASM" "$deploy/base/policy/policy.wasm" # the overlay drops it from the ConfigMap
-echo "sha256:$(sha256sum "$POLICY_WASM" | cut -d' ' -f1)" >"$deploy/base/policy/policy.sha256"
+printf 'sha256:%s' "$(sha256sum "$POLICY_WASM" | cut -d' ' -f1)" >"$deploy/base/policy/policy.sha256"
 echo "PIPEWARDEN_POLICY=$policy_ref" >"$deploy/overlays/oci/policy.env"
 mkdir -p "$deploy/release"
 {
