@@ -112,7 +112,8 @@ async fn the_argo_overlay_and_its_receivers_render_without_kubeflow() -> Result<
                     .as_object()
                     .and_then(|hooks| hooks.iter().next())
                     .context("no webhook")?;
-                ensure!(hook["method"] == "POST" && hook["port"] == port["targetPort"].to_string());
+                let target_port = port["targetPort"].to_string();
+                ensure!(hook["method"] == "POST" && hook["port"] == target_port.as_str());
                 let wanted = format!(
                     "http://{}-eventsource-svc.{}.svc.cluster.local:{}{}",
                     source.name_any(),
