@@ -77,7 +77,7 @@ async fn bench() -> Result<()> {
     while let Some(done) = creating.next().await {
         done?;
         created += 1;
-        if created % 500 == 0 {
+        if created.is_multiple_of(500) {
             eprintln!(
                 "created {created}/{count} workflows of {object_kib} KiB ({:.0?})",
                 started.elapsed()
