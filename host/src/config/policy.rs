@@ -31,8 +31,8 @@ pub struct PolicyArgs {
     /// Refuse the policy unless its digest is this (sha256:<hex>).
     #[arg(long, env = "PIPEWARDEN_POLICY_SHA256")]
     pub policy_sha256: Option<String>,
-    /// A file holding the pin (sha256:<hex>); re-read on every (re)load, so a policy and its
-    /// pin can be updated together.
+    /// A file holding the pin (sha256:<hex>); re-read on every (re)load. Keep it apart from
+    /// the policy it pins (the shipped manifests set --policy-sha256 in the Deployment).
     #[arg(
         long,
         env = "PIPEWARDEN_POLICY_SHA256_FILE",

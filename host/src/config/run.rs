@@ -27,8 +27,9 @@ pub struct RunArgs {
         requires = "settings"
     )]
     pub settings_sha256: Option<String>,
-    /// A file holding the settings pin; re-read on every (re)load, so settings and their pin
-    /// can be updated together (e.g. one ConfigMap beside the policy pin).
+    /// A file holding the settings pin; re-read on every (re)load. Keep it apart from the
+    /// settings it pins (the shipped manifests set --settings-sha256 in the Deployment):
+    /// whoever may edit the settings could otherwise edit their pin too.
     #[arg(
         help_heading = "Policy",
         long,
