@@ -30,9 +30,9 @@ pub fn read_settings(path: Option<&PathBuf>) -> anyhow::Result<Settings> {
 
 /// The settings in `bytes`, read from `path` (named in errors): the one parser every caller
 /// uses, so bytes checked against a pin are the bytes parsed. A key written as an environment
-/// variable (capitals, digits, `_`) takes a string, as every environment value is: any other
-/// value is refused, naming the key (a number would otherwise read as unset, and the render
-/// fall back to a default image).
+/// variable (capitals, digits, `_`) takes a string, as every environment value is, or null
+/// (unset, as KFP's compiler tests run): any other value is refused, naming the key (a number
+/// would otherwise read as unset, and the render fall back to a default image).
 pub fn parse_settings(bytes: &[u8], path: &Path) -> anyhow::Result<Settings> {
     let text = std::str::from_utf8(bytes)
         .with_context(|| format!("settings {} are not UTF-8", path.display()))?;
@@ -42,7 +42,7 @@ pub fn parse_settings(bytes: &[u8], path: &Path) -> anyhow::Result<Settings> {
     split_budget(value).with_context(|| format!("settings {}", path.display()))
 }
 
-/// Refuses a key written as an environment variable whose value is not a string.
+/// Refuses a key written as an environment variable whose value is neither a string nor null.
 fn refuse_non_string_variables(value: &serde_json::Value) -> anyhow::Result<()> {
     let Some(fields) = value.as_object() else {
         return Ok(());
@@ -55,7 +55,7 @@ fn refuse_non_string_variables(value: &serde_json::Value) -> anyhow::Result<()> 
                 .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
     };
     for (key, value) in fields {
-        if variable(key) && !value.is_string() {
+        if variable(key) && !(value.is_string() || value.is_null()) {
             anyhow::bail!(
                 "{key} is {value}, not a string: it names a KFP API server variable, and every \
                  environment value is a string (write \"{key}\": \"...\")"
@@ -121,6 +121,8 @@ mod tests {
         );
         let fine = parse_settings(br#"{"V2_DRIVER_IMAGE": "d:2.17.1", "notify": "all"}"#, path);
         assert!(fine.is_ok(), "{fine:?}");
+        let unset = parse_settings(br#"{"V2_DRIVER_IMAGE": null}"#, path);
+        assert!(unset.is_ok(), "null says unset: {unset:?}");
     }
 
     #[test]

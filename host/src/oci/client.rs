@@ -107,6 +107,7 @@ fn classify(reference: &PolicyRef, error: OciDistributionError) -> OciError {
             OciError::Unreachable {
                 reference: reference_text,
                 registry: reference.registry.clone(),
+                cached: NOT_CACHED.to_owned(),
                 detail: error_chain(&error),
             }
         }
@@ -116,6 +117,8 @@ fn classify(reference: &PolicyRef, error: OciDistributionError) -> OciError {
         },
     }
 }
+
+const NOT_CACHED: &str = "the policy is not cached";
 
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
@@ -190,6 +193,7 @@ pub async fn fetch(reference: &PolicyRef, options: &FetchOptions) -> Result<Fetc
         });
     }
     let cache = options.cache_dir.as_deref().map(OciCache::new);
+    let mut damaged = None;
     if let (Some(cache), Some(digest)) = (&cache, &reference.digest)
         && let Some(manifest) = cache.get("manifests", digest)
     {
@@ -208,7 +212,31 @@ pub async fn fetch(reference: &PolicyRef, options: &FetchOptions) -> Result<Fetc
                 from_cache: true,
             });
         }
+        if verified {
+            damaged = Some(layer.digest);
+        }
     }
+    // Offline, the error says the cache held a damaged copy, not that it held nothing.
+    let classify = |reference: &PolicyRef, error: OciDistributionError| match (
+        classify(reference, error),
+        &damaged,
+    ) {
+        (
+            OciError::Unreachable {
+                reference,
+                registry,
+                detail,
+                ..
+            },
+            Some(layer),
+        ) => OciError::Unreachable {
+            reference,
+            registry,
+            cached: format!("its cached layer {layer} is missing or damaged, so not loaded"),
+            detail,
+        },
+        (other, _) => other,
+    };
 
     let client = client_for(reference);
     let auth = auth_for(reference, options.auth_file.as_deref())?;
@@ -616,11 +644,10 @@ mod tests {
         std::fs::write(&blob, b"damaged").unwrap();
         let error = fetch(&reference, &options).await.unwrap_err();
         assert!(
-            matches!(
-                error,
-                OciError::Unreachable { .. } | OciError::Registry { .. }
-            ),
-            "pulled again: {error}"
+            matches!(error, OciError::Unreachable { .. })
+                && error.to_string().contains(&layer_digest)
+                && error.to_string().contains("damaged"),
+            "pulled again, the damage named: {error}"
         );
         std::fs::remove_dir_all(dir).unwrap();
     }

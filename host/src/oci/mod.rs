@@ -30,12 +30,12 @@ pub enum OciError {
     TagNotPinned { reference: String },
     #[error("registry credentials {file}: {why}")]
     Auth { file: PathBuf, why: String },
-    #[error(
-        "policy {reference}: registry {registry} cannot be reached (and the policy is not cached): {detail}"
-    )]
+    #[error("policy {reference}: registry {registry} cannot be reached (and {cached}): {detail}")]
     Unreachable {
         reference: String,
         registry: String,
+        /// What the cache held instead: nothing, or a layer that failed its digest.
+        cached: String,
         detail: String,
     },
     #[error("policy {reference}: no such manifest in the registry")]
