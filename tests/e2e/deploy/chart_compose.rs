@@ -116,14 +116,20 @@ async fn istio_ambient_mode_uses_l4_rules_only() -> Result<()> {
     Ok(())
 }
 
-/// The `helm test` pod's script, with the Service's URL pointed at `addr`.
-fn test_script(chart: &Chart, sets: &[&str], addr: &str) -> Result<String> {
+/// The `helm test` pod's script of a release `pipewarden` in `namespace`, with the Service's
+/// URL pointed at `addr`.
+pub(crate) fn test_script(
+    chart: &Chart,
+    namespace: &str,
+    sets: &[&str],
+    addr: &str,
+) -> Result<String> {
     let rendered = chart.run(
         &[
             "template",
             "pipewarden",
             "-n",
-            "kubeflow",
+            namespace,
             "--show-only",
             "templates/tests/readiness.yaml",
         ],
@@ -141,12 +147,12 @@ fn test_script(chart: &Chart, sets: &[&str], addr: &str) -> Result<String> {
     );
     let command = &pod.data["spec"]["containers"][0]["command"];
     let script = command[2].as_str().context("sh -c SCRIPT")?;
-    let service = "http://pipewarden-metrics.kubeflow.svc:9090";
-    ensure!(script.contains(service), "{script}");
-    Ok(script.replace(service, &format!("http://{addr}")))
+    let service = format!("http://pipewarden-metrics.{namespace}.svc:9090");
+    ensure!(script.contains(&service), "{script}");
+    Ok(script.replace(&service, &format!("http://{addr}")))
 }
 
-fn run_script(script: &str) -> Result<(bool, String)> {
+pub(crate) fn run_script(script: &str) -> Result<(bool, String)> {
     let output = Command::new("sh")
         .args(["-c", script])
         .stdin(Stdio::null())
@@ -192,7 +198,7 @@ async fn helm_tests_script_passes_on_a_ready_report_only_replica_and_fails_on_a_
         .spawn()?;
     let addr = format!("127.0.0.1:{http_port}");
     let chart = chart()?;
-    let script = test_script(&chart, &[], &addr)?;
+    let script = test_script(&chart, "kubeflow", &[], &addr)?;
     let passed = pipewarden_tests::wait::until("helm test's script to pass", WAIT, || async {
         let (ok, text) = run_script(&script)?;
         Ok(ok.then_some(text))
@@ -203,7 +209,7 @@ async fn helm_tests_script_passes_on_a_ready_report_only_replica_and_fails_on_a_
     })?;
     ensure!(passed.contains("mode report-only"), "{passed}");
     // Against the same report-only replica, the script of an enforcing release fails.
-    let enforcing = test_script(&chart, &["enforce=true"], &addr)?;
+    let enforcing = test_script(&chart, "kubeflow", &["enforce=true"], &addr)?;
     let (ok, text) = run_script(&enforcing)?;
     ensure!(
         !ok,

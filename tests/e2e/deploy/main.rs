@@ -5,6 +5,7 @@
 mod argo_only;
 mod cache_volume;
 mod chart_compose;
+mod chart_loops;
 mod chart_readme;
 mod demo_output;
 mod doc_commands;

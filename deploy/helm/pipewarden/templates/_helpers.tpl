@@ -77,3 +77,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- toJson $leases -}}
 {{- end -}}
+
+{{/* Refuses a release that would run no loop. */}}
+{{- define "pipewarden.checkLoops" -}}
+{{- if not (or .Values.swfLoop.enabled .Values.exitGate.enabled) -}}
+{{- fail "swfLoop.enabled and exitGate.enabled are both false: pipewarden would run no loop. Keep one on (Argo Workflows without Kubeflow: --set swfLoop.enabled=false alone), or uninstall the release" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when a loop that runs writes (as pipewarden_mode_info reports it), else empty. */}}
+{{- define "pipewarden.writes" -}}
+{{- $swf := and .Values.swfLoop.enabled (ne (include "pipewarden.rebuildPolicy" .) "disable") -}}
+{{- $exit := and .Values.exitGate.enabled (eq (include "pipewarden.exitMode" .) "notify") -}}
+{{- if or $swf $exit }}true{{ end -}}
+{{- end -}}
