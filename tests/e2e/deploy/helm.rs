@@ -405,3 +405,36 @@ fn the_charts_rules_and_dashboard_are_the_monitoring_components_files() -> Resul
     }
     Ok(())
 }
+
+#[test]
+fn the_charts_alerts_link_their_runbooks_absolutely_from_a_base_url_value() -> Result<()> {
+    let chart = chart()?;
+    let project = crate::variants::project_runbooks()?;
+    let mirror = "https://wiki.example.com/ops/pipewarden-runbooks";
+    let mut found = Vec::new();
+    for (base, values) in [
+        (project.as_str(), vec!["monitoring.enabled=true".to_owned()]),
+        (
+            mirror,
+            vec![
+                "monitoring.enabled=true".to_owned(),
+                format!("monitoring.runbookBaseUrl={mirror}"),
+            ],
+        ),
+    ] {
+        let objects = chart.template(&sets(&values))?;
+        let alerts = crate::variants::check_alerts(one_of(&objects, "PrometheusRule")?, base)?;
+        found.push(alerts);
+    }
+    ensure!(found[0] == found[1] && !found[0].is_empty(), "{found:?}");
+    let relative = chart.template(&[
+        "monitoring.enabled=true",
+        "monitoring.runbookBaseUrl=docs/operate/runbooks.md",
+    ]);
+    ensure!(relative.is_err(), "a relative runbookBaseUrl was accepted");
+    println!(
+        "{} alerts, each runbook_url on {project} by default and on {mirror} when set",
+        found[0].len()
+    );
+    Ok(())
+}

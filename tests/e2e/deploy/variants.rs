@@ -3,9 +3,10 @@
 //! the local apiserver's `ImageVolume` feature gate on), the `monitoring` component
 //! (ServiceMonitor, PrometheusRule, Grafana dashboard), the `istio` component and the
 //! `enforce` component over the report-only base. Each renders and passes a server-side
-//! dry-run apply; the alert rules parse, each with a runbook section, none on an age; every
-//! metric, label and matched value the rules and the dashboard query is in a live controller's
-//! `/metrics` (one serving its target, one on a version no policy serves).
+//! dry-run apply; the alert rules parse, each with an absolute `runbook_url` to its section of
+//! the project's runbooks, none on an age; every metric, label and matched value the rules and
+//! the dashboard query is in a live controller's `/metrics` (one serving its target, one on a
+//! version no policy serves).
 
 use std::collections::BTreeSet;
 
@@ -159,10 +160,40 @@ fn queries(rule: &DynamicObject, dashboard: &serde_json::Value) -> Result<Vec<(S
     Ok(found)
 }
 
+/// The project's runbooks page: the chart's `home` (its repository) and the file's path on
+/// the default branch, as the chart's Artifact Hub links give it.
+pub(crate) fn project_runbooks() -> Result<String> {
+    let chart: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(repo_path(
+        "deploy/helm/pipewarden/Chart.yaml",
+    ))?)?;
+    let home = chart["home"].as_str().context("Chart.yaml home")?;
+    Ok(format!("{home}/blob/main/docs/operate/runbooks.md"))
+}
+
+/// GitHub's anchors of the `## ` headings of a Markdown file: lower case, punctuation
+/// dropped, spaces as hyphens.
+fn heading_anchors(markdown: &str) -> BTreeSet<String> {
+    markdown
+        .lines()
+        .filter_map(|line| line.strip_prefix("## "))
+        .map(|heading| {
+            heading
+                .trim()
+                .to_lowercase()
+                .chars()
+                .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+                .map(|c| if c == ' ' { '-' } else { c })
+                .collect()
+        })
+        .collect()
+}
+
 /// The rules parse as the Operator's PrometheusRule: each alert named, with an expression,
-/// a severity, a summary and a runbook section that exists.
-fn check_alerts(rule: &DynamicObject) -> Result<BTreeSet<String>> {
+/// a severity, a summary and a runbook section that exists, linked by an absolute
+/// `runbook_url` on the page `runbooks` (the section's anchor on it).
+pub(crate) fn check_alerts(rule: &DynamicObject, runbooks_url: &str) -> Result<BTreeSet<String>> {
     let runbooks = std::fs::read_to_string(repo_path("docs/operate/runbooks.md"))?;
+    let anchors = heading_anchors(&runbooks);
     let mut alerts = BTreeSet::new();
     for alert in rule.data["spec"]["groups"][0]["rules"]
         .as_array()
@@ -179,11 +210,25 @@ fn check_alerts(rule: &DynamicObject) -> Result<BTreeSet<String>> {
             alert["annotations"]["summary"].is_string(),
             "{name}: summary"
         );
-        let runbook = format!("docs/operate/runbooks.md#{}", name.to_lowercase());
         ensure!(
-            alert["annotations"]["runbook"] == runbook.as_str(),
-            "{name}: runbook {}",
-            alert["annotations"]["runbook"]
+            alert["annotations"].get("runbook").is_none(),
+            "{name}: a relative runbook annotation"
+        );
+        let url = alert["annotations"]["runbook_url"]
+            .as_str()
+            .with_context(|| format!("{name}: no runbook_url"))?;
+        let parsed: http::Uri = url
+            .parse()
+            .with_context(|| format!("{name}: runbook_url {url}"))?;
+        ensure!(
+            matches!(parsed.scheme_str(), Some("https" | "http")) && parsed.host().is_some(),
+            "{name}: runbook_url {url} is not absolute"
+        );
+        let (page, anchor) = url.split_once('#').context("no anchor")?;
+        ensure!(page == runbooks_url, "{name}: runbook_url {url}");
+        ensure!(
+            anchors.contains(anchor) && anchor == name.to_lowercase(),
+            "{name}: docs/operate/runbooks.md has no section for #{anchor}"
         );
         ensure!(
             runbooks.contains(&format!("\n## {name}\n")),
@@ -214,7 +259,7 @@ async fn the_monitoring_component_queries_only_metrics_the_controller_exports() 
         .as_str()
         .context("dashboard")?;
     let dashboard_json: serde_json::Value = serde_json::from_str(dashboard_json)?;
-    let alerts = check_alerts(rule)?;
+    let alerts = check_alerts(rule, &project_runbooks()?)?;
     ensure!(alerts.len() == 7, "alerts: {alerts:?}");
 
     let control_plane = shared().await?;
