@@ -3,7 +3,11 @@
 //! SWF loop off and its RBAC gone; each recipe's webhook URL leads to what the recipe creates
 //! (the Argo Events EventSource's Service, port and endpoint; the Knative Broker's ingress
 //! path), and the Trigger filters on the type pipewarden sends. Each rendering passes a
-//! server-side dry run (the receivers' kinds as schemaless CRDs).
+//! server-side dry run (the receivers' kinds as schemaless CRDs). Each recipe of the guide's
+//! Helm section (the component's file applied, the chart's `--set` values) gives the
+//! environment and objects the component gives.
+
+use std::collections::BTreeMap;
 
 use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -12,6 +16,8 @@ use kube::{Client, ResourceExt as _};
 use pipewarden::exit::notification::CLOUDEVENT_TYPE;
 use pipewarden_tests::deploy_support::*;
 use pipewarden_tests::shared;
+
+use crate::chart_loops::{chart, template_in};
 
 fn env_value(deployment: &DynamicObject, name: &str) -> Option<String> {
     deployment.data["spec"]["template"]["spec"]["containers"][0]["env"]
@@ -158,6 +164,104 @@ async fn the_argo_overlay_and_its_receivers_render_without_kubeflow() -> Result<
             "argo + [{components}]: {} objects, all in argo, SWF loop off, webhook {}; dry-run applied",
             objects.len(),
             url.as_deref().unwrap_or("none")
+        );
+    }
+    Ok(())
+}
+
+/// The Deployment's container env as name -> value (or valueFrom), after the chart
+/// comparison's normalisations (the settings pin as whether it pins the render's settings).
+fn env_map(objects: &[DynamicObject]) -> Result<BTreeMap<String, serde_json::Value>> {
+    let normal = normalised(objects)?;
+    let key = ("Deployment".to_owned(), "pipewarden".to_owned());
+    let deployment = normal.get(&key).context("no Deployment pipewarden")?;
+    let env = deployment
+        .pointer("/spec/template/spec/containers/0/env")
+        .and_then(serde_json::Value::as_array)
+        .context("env")?;
+    Ok(env
+        .iter()
+        .map(|var| {
+            let name = var["name"].as_str().unwrap_or_default().to_owned();
+            let value = var.get("value").or_else(|| var.get("valueFrom"));
+            (name, value.cloned().unwrap_or_default())
+        })
+        .collect())
+}
+
+/// Each receiver recipe of argo-only.md's Helm section: the component whose file the
+/// `kubectl apply` names, and the `--set` values of the `helm upgrade` after it.
+fn helm_recipes() -> Result<Vec<(String, String, Vec<String>)>> {
+    let guide = std::fs::read_to_string(repo_path("docs/install/argo-only.md"))?;
+    let section = guide
+        .split("## With Helm")
+        .nth(1)
+        .context("no Helm section")?;
+    let mut recipes = Vec::new();
+    for block in section.split("```sh\n").skip(1) {
+        let block = block.split("```").next().unwrap_or_default();
+        let lines: Vec<Vec<&str>> = block
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        let file = lines.iter().find_map(|words| match words.as_slice() {
+            ["kubectl", "apply", "-n", "argo", "-f", file] => Some(*file),
+            _ => None,
+        });
+        let upgrade = lines
+            .iter()
+            .find(|words| words.starts_with(&["helm", "upgrade", "pipewarden"]));
+        if let (Some(file), Some(upgrade)) = (file, upgrade) {
+            let component = file
+                .strip_prefix("deploy/components/")
+                .and_then(|rest| rest.split('/').next())
+                .context(file.to_owned())?;
+            let sets = upgrade
+                .windows(2)
+                .filter(|pair| pair[0] == "--set")
+                .map(|pair| pair[1].to_owned())
+                .collect();
+            recipes.push((component.to_owned(), file.to_owned(), sets));
+        }
+    }
+    Ok(recipes)
+}
+
+#[test]
+fn each_receiver_recipe_with_helm_gives_what_its_component_gives() -> Result<()> {
+    let chart = chart()?;
+    let policy = built_policy("kfp-default");
+    let recipes = helm_recipes()?;
+    ensure!(recipes.len() == 2, "{recipes:?}");
+    for (component, file, values) in recipes {
+        let kustomize = documents(&render_with_components("argo", &component, &policy)?)?;
+        let mut sets = vec!["swfLoop.enabled=false"];
+        sets.extend(values.iter().map(String::as_str));
+        let helm = template_in(&chart, "argo", &sets)?;
+        let (left, right) = (env_map(&kustomize)?, env_map(&helm)?);
+        ensure!(
+            left == right,
+            "{component}: kustomize env {left:#?}\nchart env {right:#?}"
+        );
+        // The file applied with -n argo holds the objects the component renders.
+        let objects = documents(&std::fs::read_to_string(repo_path(&file))?)?;
+        for mut object in objects.clone() {
+            object.metadata.namespace = Some("argo".into());
+            let rendered = kustomize
+                .iter()
+                .find(|o| kind_of(o) == kind_of(&object) && o.name_any() == object.name_any())
+                .with_context(|| format!("{file}: {} not rendered", object.name_any()))?;
+            ensure!(
+                serde_json::to_value(rendered)? == serde_json::to_value(&object)?,
+                "{file}: {} differs from the component's",
+                object.name_any()
+            );
+        }
+        println!(
+            "{component} with Helm: the Deployment's env equals the component's ({} \
+             variables), {file} holds its {} objects",
+            right.len(),
+            objects.len()
         );
     }
     Ok(())

@@ -4,6 +4,7 @@
 
 mod argo_only;
 mod cache_volume;
+mod chart_argo_install;
 mod chart_compose;
 mod chart_loops;
 mod chart_readme;
