@@ -66,7 +66,15 @@ pub fn locked() -> Result<Crates> {
 /// what only a proc-macro (built for the build machine) uses, the package itself left out.
 pub fn linked(package: &str, target: &str) -> Result<Crates> {
     let output = Command::new(env!("CARGO"))
-        .args(["tree", "--locked", "-q", "-e", "normal,no-proc-macro", "--prefix", "none"])
+        .args([
+            "tree",
+            "--locked",
+            "-q",
+            "-e",
+            "normal,no-proc-macro",
+            "--prefix",
+            "none",
+        ])
         .args(["-p", package, "--target", target])
         .current_dir(repo_path(""))
         .output()?;
