@@ -11,13 +11,15 @@ use pipewarden::config::{Shard, read_settings};
 use pipewarden::engine::{Policy, PolicyOptions, RenderContext};
 use serde::{Deserialize, Serialize};
 
-use crate::{jobs, upstream};
+use crate::side::{FleetKind, Side};
+use crate::upstream;
 use pipewarden_tests::procfs;
 use pipewarden_tests::swf_support::*;
 
 pub const ROLE: &str = "PIPEWARDEN_BENCH_ROLE";
 const KUBECONFIG: &str = "PIPEWARDEN_BENCH_KUBECONFIG";
-const NAMESPACE: &str = "PIPEWARDEN_BENCH_NAMESPACE";
+const PREFIX: &str = "PIPEWARDEN_BENCH_PREFIX";
+const FLEET: &str = "PIPEWARDEN_BENCH_FLEET";
 const COUNT: &str = "PIPEWARDEN_BENCH_COUNT";
 const OUTCOME: &str = "PIPEWARDEN_BENCH_OUTCOME";
 const PASSES: &str = "PIPEWARDEN_BENCH_PASSES";
@@ -40,6 +42,8 @@ pub struct Measured {
     pub swf_writes: usize,
     pub events: usize,
     pub requests: usize,
+    /// Body bytes of the requests that wrote SWFs.
+    pub bytes_written: u64,
     pub peak_rss_kib: u64,
     /// RSS at the end of each pass.
     pub rss_after_pass_kib: Vec<u64>,
@@ -51,7 +55,9 @@ pub struct Measured {
 pub struct Spec<'a> {
     pub role: &'a str,
     pub kubeconfig: &'a std::path::Path,
-    pub namespace: &'a str,
+    /// The side's fleet, by its namespaces' prefix.
+    pub prefix: &'a str,
+    pub fleet: FleetKind,
     pub count: usize,
     pub outcome: &'a str,
     pub passes: usize,
@@ -70,11 +76,22 @@ pub async fn run(spec: &Spec<'_>) -> Result<Measured> {
         .then_some(DEPLOYMENT_ENV)
         .into_iter()
         .flatten();
-    let output = tokio::process::Command::new(std::env::current_exe()?)
+    let exe = std::env::current_exe()?;
+    // Pinned to its own CPU where the control plane is pinned to the other (`pin`).
+    let mut command = match crate::pin::child_cpu() {
+        Some(cpu) => {
+            let mut taskset = tokio::process::Command::new("taskset");
+            taskset.arg("-c").arg(cpu.to_string()).arg(&exe);
+            taskset
+        }
+        None => tokio::process::Command::new(&exe),
+    };
+    let output = command
         .envs(deployed)
         .env(ROLE, spec.role)
         .env(KUBECONFIG, spec.kubeconfig)
-        .env(NAMESPACE, spec.namespace)
+        .env(PREFIX, spec.prefix)
+        .env(FLEET, spec.fleet.name())
         .env(COUNT, spec.count.to_string())
         .env(OUTCOME, spec.outcome)
         .env(PASSES, spec.passes.to_string())
@@ -103,6 +120,7 @@ pub fn main(role: &str) -> Result<()> {
         .build()?;
     let measured = runtime.block_on(async {
         match role {
+            "kfp" => kfp_side().await,
             "upstream" => upstream_side().await,
             "pipewarden" => pipewarden_side().await,
             other => anyhow::bail!("unknown bench role {other}"),
@@ -124,27 +142,46 @@ async fn client(log: &RequestLog) -> Result<kube::Client> {
     log.client(config, false)
 }
 
+/// This child's side of the bench, from its environment.
+fn side() -> Result<Side> {
+    let fleet = match env(FLEET)?.as_str() {
+        "uniform" => FleetKind::Uniform,
+        _ => FleetKind::Real,
+    };
+    Side::new(fleet, &env(PREFIX)?, env(COUNT)?.parse()?)
+}
+
+async fn kfp_side() -> Result<Measured> {
+    let side = side()?;
+    let log = RequestLog::default();
+    let client = client(&log).await?;
+    let (started, cpu_before) = (Instant::now(), procfs::cpu_seconds("self"));
+    upstream::kfp_native(&client, side.jobs(), TARGET).await?;
+    let wall = started.elapsed();
+    let cpu_secs = procfs::cpu_seconds("self") - cpu_before;
+    let rss = procfs::memory_kib("self", "VmRSS");
+    Ok(measured(wall, cpu_secs, &log, vec![rss]))
+}
+
 async fn upstream_side() -> Result<Measured> {
-    let namespace = env(NAMESPACE)?;
-    let count: usize = env(COUNT)?.parse()?;
-    let jobs = jobs(&namespace, count)?;
+    let side = side()?;
     let policy = Policy::load(&built_policy(DEFAULT_POLICY), PolicyOptions::default())?;
     let context = RenderContext {
         target_version: Some(TARGET.to_owned()),
         settings: read_settings(Some(&repo_path(DEFAULT_SETTINGS)))?.text,
     };
     let log = RequestLog::default();
-    let api = swfs(&client(&log).await?, &namespace);
+    let client = client(&log).await?;
     let (started, cpu_before) = (Instant::now(), procfs::cpu_seconds("self"));
-    upstream::reconcile_all(&api, &jobs, &policy, &context).await?;
+    upstream::wasm_render(&client, side.jobs(), &policy, &context).await?;
     let wall = started.elapsed();
     let cpu_secs = procfs::cpu_seconds("self") - cpu_before;
     let rss = procfs::memory_kib("self", "VmRSS");
-    Ok(measured(wall, cpu_secs, &log.all(), vec![rss]))
+    Ok(measured(wall, cpu_secs, &log, vec![rss]))
 }
 
 async fn pipewarden_side() -> Result<Measured> {
-    let namespace = env(NAMESPACE)?;
+    let namespaces = side()?.namespaces();
     let outcome = env(OUTCOME)?;
     let passes: u64 = env(PASSES)?.parse()?;
     let shard = match env(SHARD)?.as_str() {
@@ -166,7 +203,7 @@ async fn pipewarden_side() -> Result<Measured> {
     };
     Policy::load(&built_policy(DEFAULT_POLICY), options)?;
     // The SWF loop alone: the exit gate would add its own Workflow list and watch.
-    let mut args = ControllerArgs::new(std::slice::from_ref(&namespace))
+    let mut args = ControllerArgs::new(&namespaces)
         .set("--exit-gate", "false")
         .set("--cache-dir", &cache.display().to_string());
     if passes > 1 {
@@ -175,7 +212,7 @@ async fn pipewarden_side() -> Result<Measured> {
     if let Some(shard) = &shard {
         args = args
             .set("--shard", &shard.to_string())
-            .set("--lease-namespace", &namespace)
+            .set("--lease-namespace", &namespaces[0])
             .set("--identity", &format!("bench-shard-{}", shard.index));
     }
     let mut args = args.parse()?;
@@ -188,10 +225,12 @@ async fn pipewarden_side() -> Result<Measured> {
     let mut wall = Duration::ZERO;
     let mut cpu_secs = 0.0;
     let mut rss_after_pass = Vec::new();
+    // A pass is over when every SWF was decided once more (whatever the outcome: a real
+    // fleet's are mixed); `outcome` is the one reported.
     for pass in 1..=passes {
-        let what = format!("{} `{outcome}` decisions", count * pass);
+        let what = format!("{} decisions", count * pass);
         pipewarden_tests::wait::until(&what, PASS_TIMEOUT, || async {
-            Ok((running.decisions(&outcome) >= count * pass).then_some(()))
+            Ok((running.decisions_total() >= count * pass).then_some(()))
         })
         .await?;
         if pass == 1 {
@@ -204,6 +243,7 @@ async fn pipewarden_side() -> Result<Measured> {
     // Each rebuild's Event is queued or dropped; wait for the queue to drain.
     if outcome == "rebuild" {
         let metrics = running.handle.metrics();
+        let rebuilt = running.decisions("rebuild");
         pipewarden_tests::wait::until("the Events", PASS_TIMEOUT, || async {
             let dropped: u64 = ["Rebuilt"]
                 .iter()
@@ -215,20 +255,19 @@ async fn pipewarden_side() -> Result<Measured> {
                 })
                 .sum();
             let posted = count_events(&log.all()) as u64;
-            Ok((posted + dropped >= count).then_some(()))
+            Ok((posted + dropped >= rebuilt).then_some(()))
         })
         .await?;
     }
-    let requests = log.all();
     running.stop().await;
     let _ = std::fs::remove_dir_all(&cache);
-    Ok(measured(wall, cpu_secs, &requests, rss_after_pass))
+    Ok(measured(wall, cpu_secs, &log, rss_after_pass))
 }
 
 /// Says on stderr how many decisions of the first pass had another outcome than the one
 /// measured (e.g. resyncs of SWFs already decided): work the pass did besides its own.
 fn report_other_decisions(running: &Running, measured: &str) {
-    let others: Vec<String> = ["rebuild", "up-to-date", "skip", "render-failed"]
+    let others: Vec<String> = DECISION_OUTCOMES
         .into_iter()
         .filter(|outcome| *outcome != measured)
         .map(|outcome| (outcome, running.decisions(outcome)))
@@ -243,12 +282,8 @@ fn report_other_decisions(running: &Running, measured: &str) {
     }
 }
 
-fn measured(
-    wall: Duration,
-    cpu_secs: f64,
-    requests: &[(Method, String)],
-    rss_after_pass: Vec<u64>,
-) -> Measured {
+fn measured(wall: Duration, cpu_secs: f64, log: &RequestLog, rss_after_pass: Vec<u64>) -> Measured {
+    let requests = &log.all();
     let swf = |r: &&(Method, String)| r.1.contains("/scheduledworkflows");
     let (reads, writes): (Vec<_>, Vec<_>) = requests
         .iter()
@@ -265,6 +300,7 @@ fn measured(
         swf_writes: writes.len(),
         events: count_events(requests),
         requests: requests.len(),
+        bytes_written: log.swf_bytes_written(),
         peak_rss_kib: procfs::memory_kib("self", "VmHWM"),
         rss_after_pass_kib: rss_after_pass,
         written,

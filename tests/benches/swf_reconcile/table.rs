@@ -3,6 +3,7 @@
 use pipewarden_tests::{ControlPlane, procfs};
 
 use crate::child::Measured;
+use crate::side::FleetKind;
 
 /// CPU seconds kube-apiserver and etcd used over one run.
 #[derive(Default, Clone, Copy)]
@@ -40,7 +41,7 @@ fn cpu(pid: &Option<String>) -> f64 {
 pub struct Row {
     pub run: String,
     pub measured: Measured,
-    /// The upstream-style run this one is compared with.
+    /// The KFP-path run this one is compared with.
     pub baseline: Option<usize>,
     /// The servers' CPU over this run; a shard's own row has none (its shards ran together).
     pub servers: Option<Servers>,
@@ -71,6 +72,7 @@ impl Row {
             swf_writes: of(|m| m.swf_writes),
             events: of(|m| m.events),
             requests: of(|m| m.requests),
+            bytes_written: rows.iter().map(|r| r.measured.bytes_written).sum(),
             peak_rss_kib: rows
                 .iter()
                 .map(|r| r.measured.peak_rss_kib)
@@ -88,22 +90,33 @@ impl Row {
     }
 }
 
-pub fn print(count: usize, rows: &[Row]) {
+impl Row {
+    /// Controller, kube-apiserver and etcd CPU together: what the whole cluster spent.
+    fn cluster_cpu(&self) -> Option<f64> {
+        let servers = self.servers.as_ref()?;
+        Some(self.measured.cpu_secs + servers.apiserver_cpu + servers.etcd_cpu)
+    }
+}
+
+pub fn print(count: usize, fleet: FleetKind, mix: &str, rows: &[Row]) {
     let per_swf = |n: usize| format!("{:.3}", n as f64 / count as f64);
     let per_1k = |secs: f64| format!("{:.2}", secs * 1000.0 / count as f64);
     let mib = |kib: u64| format!("{:.0} MiB", kib as f64 / 1024.0);
     let headers = [
         "run",
         "wall",
-        "vs upstream",
+        "vs KFP",
         "CPU-s/1k SWFs",
-        "CPU vs upstream",
+        "CPU vs KFP",
         "apiserver CPU-s/1k",
         "etcd CPU-s/1k",
+        "cluster CPU-s/1k",
+        "cluster vs KFP",
         "SWF reads",
         "SWF writes",
         "Events",
         "requests/SWF",
+        "KB written/SWF",
         "peak RSS",
     ];
     let cells: Vec<Vec<String>> = rows
@@ -118,6 +131,10 @@ pub fn print(count: usize, rows: &[Row]) {
             let server = |of: fn(&Servers) -> f64| {
                 row.servers.as_ref().map_or("-".into(), |s| per_1k(of(s)))
             };
+            let cluster_ratio = row
+                .baseline
+                .and_then(|b| Some(row.cluster_cpu()? / rows[b].cluster_cpu()?))
+                .map_or("-".to_owned(), |r| format!("{r:.2}x"));
             vec![
                 row.run.clone(),
                 format!("{:.2} s", m.wall_secs),
@@ -126,10 +143,13 @@ pub fn print(count: usize, rows: &[Row]) {
                 ratio(|m| m.cpu_secs),
                 server(|s| s.apiserver_cpu),
                 server(|s| s.etcd_cpu),
+                row.cluster_cpu().map_or("-".into(), per_1k),
+                cluster_ratio,
                 m.swf_reads.to_string(),
                 m.swf_writes.to_string(),
                 m.events.to_string(),
                 per_swf(m.requests),
+                format!("{:.1}", m.bytes_written as f64 / 1024.0 / count as f64),
                 mib(m.peak_rss_kib),
             ]
         })
@@ -152,7 +172,10 @@ pub fn print(count: usize, rows: &[Row]) {
             .collect();
         println!("{}", padded.join("  ").trim_end());
     };
-    println!("\nReconciling {count} SWFs as KFP 2.3 left them (half with 3 runtime parameters):\n");
+    println!(
+        "\nReconciling {count} SWFs ({} fleet: {mix}):\n",
+        fleet.name()
+    );
     line(&headers);
     for row in &cells {
         line(&row.iter().map(String::as_str).collect::<Vec<_>>());
@@ -177,9 +200,9 @@ pub fn print(count: usize, rows: &[Row]) {
     }
 }
 
-/// With more than one round, the median and range of pipewarden's first pass against the
-/// upstream-style pass it ran beside: the machine's speed drifts between minutes, so a ratio
-/// is only taken within a round.
+/// With more than one round, the median and range of pipewarden's first pass against the KFP
+/// path's pass it ran beside: the machine's speed drifts between minutes, so a ratio is only
+/// taken within a round.
 fn print_rounds(rows: &[Row]) {
     let first_passes: Vec<(&Measured, &Measured)> = rows
         .iter()
@@ -202,7 +225,7 @@ fn print_rounds(rows: &[Row]) {
         format!("median {median:.2}x ({low:.2}x to {high:.2}x)")
     };
     println!(
-        "\npipewarden's first pass over {} rounds, each beside its own upstream-style pass: \
+        "\npipewarden's first pass over {} rounds, each beside its own KFP-path pass: \
          CPU {}, wall {}",
         first_passes.len(),
         spread(|m| m.cpu_secs),

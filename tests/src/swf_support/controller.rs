@@ -121,7 +121,35 @@ pub struct Running {
     pub requests: RequestLog,
 }
 
+/// Every outcome an SWF decision is counted under (`pipewarden_swf_decisions_total{outcome}`).
+pub const DECISION_OUTCOMES: [&str; 16] = [
+    "rebuild",
+    "up-to-date",
+    "skip",
+    "not-rebuildable",
+    "unsupported-target",
+    "upstream-owned",
+    "not-adopted",
+    "restored",
+    "would-rebuild",
+    "would-restore",
+    "render-failed",
+    "policy-error",
+    "conflicts-exhausted",
+    "write-loop",
+    "gone",
+    "write-failed",
+];
+
 impl Running {
+    /// SWF decisions so far, whatever their outcome.
+    pub fn decisions_total(&self) -> u64 {
+        DECISION_OUTCOMES
+            .iter()
+            .map(|outcome| self.decisions(outcome))
+            .sum()
+    }
+
     /// SWF decisions so far with this outcome (`rebuild`, `up-to-date`, `restored`, ...).
     pub fn decisions(&self, outcome: &str) -> u64 {
         let label = OutcomeLabel {
@@ -193,7 +221,11 @@ impl Running {
 
 /// Method and path (with query) of every request a client sent.
 #[derive(Clone, Default)]
-pub struct RequestLog(Arc<Mutex<Vec<(Method, String)>>>);
+pub struct RequestLog(
+    Arc<Mutex<Vec<(Method, String)>>>,
+    /// Body bytes of the requests that could change an SWF.
+    Arc<std::sync::atomic::AtomicU64>,
+);
 
 impl RequestLog {
     /// A client for `config` that logs here before sending; `conflicting` answers every SWF
@@ -215,13 +247,20 @@ impl RequestLog {
     ) -> tower::util::MapRequestLayer<
         impl Fn(http::Request<Body>) -> http::Request<Body> + Clone + use<>,
     > {
-        let log = self.0.clone();
+        let (log, bytes) = (self.0.clone(), self.1.clone());
         tower::util::MapRequestLayer::new(move |request: http::Request<Body>| {
             let target = request
                 .uri()
                 .path_and_query()
                 .map(|p| p.to_string())
                 .unwrap_or_default();
+            if writes_swf(request.method(), &target) {
+                let size = http_body::Body::size_hint(request.body());
+                bytes.fetch_add(
+                    size.exact().unwrap_or(size.lower()),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+            }
             log.lock()
                 .expect("request log")
                 .push((request.method().clone(), target));
@@ -237,11 +276,16 @@ impl RequestLog {
     pub fn swf_writes(&self) -> Vec<(Method, String)> {
         self.all()
             .into_iter()
-            .filter(|(method, path)| {
-                path.contains("/scheduledworkflows")
-                    && method != Method::GET
-                    && method != Method::HEAD
-            })
+            .filter(|(method, path)| writes_swf(method, path))
             .collect()
     }
+
+    /// Body bytes sent by the requests that could change an SWF.
+    pub fn swf_bytes_written(&self) -> u64 {
+        self.1.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+fn writes_swf(method: &Method, path: &str) -> bool {
+    path.contains("/scheduledworkflows") && method != Method::GET && method != Method::HEAD
 }

@@ -5,6 +5,7 @@
 mod always_conflict;
 mod cluster;
 mod controller;
+pub mod fleet;
 mod kfp_api;
 
 pub use cluster::*;
