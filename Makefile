@@ -68,17 +68,20 @@ policies: toolchain
 bench: policies sdk-examples
 	$(call phase,bench,$(CARGO) bench -p pipewarden)
 
-# SWFS SWFs (2,000 unless given) reconciled on the local control plane, pipewarden beside the
-# upstream baseline: wall time, CPU, the servers' CPU, requests per SWF, peak RSS and the ratios
-# to upstream-style. SHARDS=N (1 unless given) runs pipewarden's first pass as N shard processes
-# at once and profiles kube-apiserver meanwhile (`make bench-swf SWFS=50000 SHARDS=4`). With one
+# SWFS SWFs (2,000 unless given) reconciled on the local control plane, pipewarden beside KFP's
+# path (GET, native compile, PUT) and the upstream-style loop: wall time, the controller's,
+# kube-apiserver's and etcd's CPU, requests, Events and bytes written per SWF, peak RSS and the
+# ratios. FLEET=real (default: every release's own compiler output, 50 namespaces, a stated
+# mix; tests/src/swf_support/fleet.rs) or FLEET=uniform (copies of two pipelines). SHARDS=N
+# (1 unless given) runs pipewarden's first pass as N shard processes at once and profiles kube-apiserver meanwhile (`make bench-swf SWFS=50000 SHARDS=4`). With one
 # shard the first passes run ROUNDS times (3 unless given), each pair on fresh SWFs, and the
 # table ends with the median ratio: the machine's speed drifts between minutes.
 SWFS ?= 2000
 SHARDS ?= 1
 ROUNDS ?= $(if $(filter 1,$(SHARDS)),3,1)
+FLEET ?= real
 bench-swf: control-plane policies
-	$(call phase,bench-swf,PIPEWARDEN_BENCH_SWFS=$(SWFS) PIPEWARDEN_BENCH_SHARDS=$(SHARDS) PIPEWARDEN_BENCH_ROUNDS=$(ROUNDS) $(CARGO) bench -p pipewarden-tests --bench swf_reconcile)
+	$(call phase,bench-swf,PIPEWARDEN_BENCH_FLEET=$(FLEET) PIPEWARDEN_BENCH_SWFS=$(SWFS) PIPEWARDEN_BENCH_SHARDS=$(SHARDS) PIPEWARDEN_BENCH_ROUNDS=$(ROUNDS) $(CARGO) bench -p pipewarden-tests --bench swf_reconcile)
 
 # The same at 10,000 SWFs (several minutes on 2 cores); not part of `make test`.
 bench-swf-10k:
