@@ -73,9 +73,10 @@ bench: policies sdk-examples
 # kube-apiserver's and etcd's CPU, requests, Events and bytes written per SWF, peak RSS and the
 # ratios. FLEET=real (default: every release's own compiler output, 50 namespaces, a stated
 # mix; tests/src/swf_support/fleet.rs) or FLEET=uniform (copies of two pipelines). SHARDS=N
-# (1 unless given) runs pipewarden's first pass as N shard processes at once and profiles kube-apiserver meanwhile (`make bench-swf SWFS=50000 SHARDS=4`). With one
-# shard the first passes run ROUNDS times (3 unless given), each pair on fresh SWFs, and the
-# table ends with the median ratio: the machine's speed drifts between minutes.
+# (1 unless given) runs pipewarden's first pass as N shard processes at once and profiles
+# kube-apiserver meanwhile (`make bench-swf SWFS=50000 SHARDS=4`). With one shard the first
+# passes run ROUNDS times (3 unless given), each pair on fresh SWFs, and the table ends with the
+# median ratio: the machine's speed drifts between minutes.
 SWFS ?= 2000
 SHARDS ?= 1
 ROUNDS ?= $(if $(filter 1,$(SHARDS)),3,1)
