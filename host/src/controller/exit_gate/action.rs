@@ -687,6 +687,3 @@ async fn write_mark(
         .await?;
     Ok(written.metadata.resource_version)
 }
-
-#[cfg(test)]
-mod tests;

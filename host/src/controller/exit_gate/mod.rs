@@ -9,6 +9,9 @@
 //! claims left pending.
 
 mod action;
+// The action path's tests, beside `entry`'s checks they also go through.
+#[cfg(test)]
+mod action_tests;
 mod claims_seen;
 pub mod delivery;
 mod dispatch;

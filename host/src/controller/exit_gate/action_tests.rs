@@ -11,7 +11,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::{Origin, submit};
+use super::action::{Origin, submit};
 use crate::controller::context::Context;
 use crate::controller::exit_gate::delivery::Delivery;
 use crate::controller::exit_gate::gate::Claims;
@@ -719,7 +719,7 @@ async fn forged_pending_marks_found_by_the_sweep_send_nothing() {
             200,
             workflow("31", "Succeeded", &old, None),
         );
-    super::super::sweep::sweep_once(&h.gate).await;
+    super::sweep::sweep_once(&h.gate).await;
     while let Ok(task) = h.tasks.try_recv() {
         tokio::time::timeout(Duration::from_secs(20), task)
             .await
@@ -904,8 +904,8 @@ async fn observe_mode_sweep_reports_claims_left_pending_and_writes_and_sends_not
         )
         // The second sweep: reported already, nothing read or recorded again.
         .expect(Method::GET, "/workflows", 200, list);
-    super::super::sweep::sweep_once(&h.gate).await;
-    super::super::sweep::sweep_once(&h.gate).await;
+    super::sweep::sweep_once(&h.gate).await;
+    super::sweep::sweep_once(&h.gate).await;
     h.api.assert_done();
     assert!(h.patches().is_empty(), "{:?}", h.patches());
     assert_eq!(h.receiver.posts(), 0);

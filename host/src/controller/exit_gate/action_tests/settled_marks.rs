@@ -9,12 +9,12 @@ use http::Method;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
+use super::super::action::Origin;
+use super::super::entry::enter;
 use super::{
     CLAIM_ANNOTATION, Claim, Harness, MarkKey, Outcome, PATH, claim_of, finished_now, key, mark_of,
     me, other, workflow,
 };
-use crate::controller::exit_gate::action::Origin;
-use crate::controller::exit_gate::entry::enter;
 use crate::exit::seen::Seen;
 
 fn mark_key() -> MarkKey {
