@@ -89,10 +89,10 @@ bench-swf-10k:
 	$(MAKE) bench-swf SWFS=10000
 
 # `pipewarden plan` on SWFS SWFs (2,000 unless given; 50,000 for docs/benchmarks.md) beside
-# `run`'s first pass over the same SWFs: wall time, CPU and peak RSS of each, with the commit,
-# date and machine. Not part of `make test`.
+# `run`'s first pass over the same SWFs (FLEET=real or uniform, as bench-swf): wall time, CPU
+# and peak RSS of each, with the commit, date and machine. Not part of `make test`.
 bench-plan: control-plane policies
-	$(call phase,bench-plan,PIPEWARDEN_BENCH_SWFS=$(SWFS) $(CARGO) bench -p pipewarden-tests --bench plan_scale)
+	$(call phase,bench-plan,PIPEWARDEN_BENCH_FLEET=$(FLEET) PIPEWARDEN_BENCH_SWFS=$(SWFS) $(CARGO) bench -p pipewarden-tests --bench plan_scale)
 
 # The picture in docs/operate/monitoring.md, from a recorded run: the dashboard's queries through
 # Prometheus' own PromQL engine (promql-eval, built on demand), plotted with matplotlib (PyPI,

@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 
 pub const ROLE: &str = "PIPEWARDEN_BENCH_ROLE";
 const KUBECONFIG: &str = "KUBECONFIG";
-const NAMESPACE: &str = "PIPEWARDEN_BENCH_NAMESPACE";
+const NAMESPACES: &str = "PIPEWARDEN_BENCH_NAMESPACES";
 const COUNT: &str = "PIPEWARDEN_BENCH_COUNT";
+const STALE: &str = "PIPEWARDEN_BENCH_STALE";
 const RESULT: &str = "PIPEWARDEN_BENCH_RESULT";
 /// Time allowed for `run`'s first pass.
 const PASS_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -41,8 +42,11 @@ pub struct Spec<'a> {
     pub role: &'static str,
     pub what: &'static str,
     pub kubeconfig: &'a Path,
-    pub namespace: &'a str,
+    /// The namespaces the SWFs are in, comma-separated.
+    pub namespaces: &'a str,
     pub count: usize,
+    /// How many of them a pass rebuilds.
+    pub stale: usize,
     pub dir: &'a Path,
 }
 
@@ -58,8 +62,9 @@ pub async fn run(spec: &Spec<'_>) -> Result<Measured> {
     let status = command
         .env(ROLE, spec.role)
         .env(KUBECONFIG, spec.kubeconfig)
-        .env(NAMESPACE, spec.namespace)
+        .env(NAMESPACES, spec.namespaces)
         .env(COUNT, spec.count.to_string())
+        .env(STALE, spec.stale.to_string())
         .env(RESULT, &result)
         .stdout(std::fs::File::create(&output)?)
         .stderr(std::process::Stdio::inherit())
@@ -92,21 +97,22 @@ fn summary(output: &Path) -> Result<String> {
 
 pub fn main(role: &str) -> Result<()> {
     let count: u64 = std::env::var(COUNT)?.parse()?;
-    let namespace = std::env::var(NAMESPACE)?;
+    let stale: u64 = std::env::var(STALE)?.parse()?;
+    let namespaces = std::env::var(NAMESPACES)?;
     let measured = match role {
-        "plan" => plan(&namespace, count)?,
+        "plan" => plan(&namespaces, count)?,
         "run" => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?
-            .block_on(first_pass(&namespace, count))?,
+            .block_on(first_pass(&namespaces, count, stale))?,
         other => anyhow::bail!("unknown role {other}"),
     };
     std::fs::write(std::env::var(RESULT)?, serde_json::to_vec(&measured)?)?;
     Ok(())
 }
 
-/// `pipewarden plan -o jsonl` as an operator runs it on the namespace.
-fn plan(namespace: &str, count: u64) -> Result<Measured> {
+/// `pipewarden plan -o jsonl` as an operator runs it on the namespaces.
+fn plan(namespaces: &str, count: u64) -> Result<Measured> {
     #[derive(clap::Parser)]
     struct Cli {
         #[command(flatten)]
@@ -125,7 +131,7 @@ fn plan(namespace: &str, count: u64) -> Result<Measured> {
         "--target-version",
         TARGET,
         "--namespaces",
-        namespace,
+        namespaces,
         "--exit-gate=false",
     ])?
     .plan;
@@ -141,11 +147,12 @@ fn plan(namespace: &str, count: u64) -> Result<Measured> {
     })
 }
 
-/// `run`'s SWF loop until every SWF was rebuilt once.
-async fn first_pass(namespace: &str, count: u64) -> Result<Measured> {
+/// `run`'s SWF loop until every stale SWF was rebuilt once.
+async fn first_pass(namespaces: &str, count: u64, stale: u64) -> Result<Measured> {
     let config = kube::Config::infer().await?;
     let client = kube::Client::try_from(config)?;
-    let args = ControllerArgs::new(&[namespace.to_owned()])
+    let namespaces: Vec<String> = namespaces.split(',').map(str::to_owned).collect();
+    let args = ControllerArgs::new(&namespaces)
         .set("--exit-gate", "false")
         .parse()?;
     let (started, cpu) = (Instant::now(), procfs::cpu_seconds("self"));
@@ -156,9 +163,9 @@ async fn first_pass(namespace: &str, count: u64) -> Result<Measured> {
         };
         handle.metrics().swf_decisions.get_or_create(&label).get()
     };
-    let what = format!("{count} rebuilds");
+    let what = format!("{stale} rebuilds");
     pipewarden_tests::wait::until(&what, PASS_TIMEOUT, || async {
-        Ok((decisions("rebuild") >= count).then_some(()))
+        Ok((decisions("rebuild") >= stale).then_some(()))
     })
     .await?;
     let measured = Measured {

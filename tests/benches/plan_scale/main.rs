@@ -1,22 +1,21 @@
 //! `pipewarden plan` at scale, beside `run`'s first pass over the same SWFs, on the local
-//! control plane: N SWFs as KFP 2.3 left them (half with runtime parameters) in one namespace;
-//! `plan` on them (every one would be rebuilt), `run` rebuilding them (its first pass, the SWF
-//! loop alone, with the Deployment's environment), then `plan` again (every one up to date).
+//! control plane: N SWFs of `FLEET=real` (default: every release's own compiler output over 50
+//! namespaces, in the mix `swf_support::fleet` states) or `FLEET=uniform` (copies of two KFP 2.3
+//! pipelines in one namespace); `plan` on them, `run` rebuilding the stale ones (its first pass,
+//! the SWF loop alone, with the Deployment's environment), then `plan` again (none stale).
 //! Each is a process of its own, so its peak RSS (`VmHWM`) and its CPU time are its own; the
 //! table prints them with the wall time, and the machine, commit and date the figures are from.
 //!
-//! `make bench-plan` (`SWFS=N`, default 2,000; `make bench-plan SWFS=50000` for the figures in
-//! docs/benchmarks.md), or `PIPEWARDEN_BENCH_SWFS=N cargo bench -p pipewarden-tests --bench
-//! plan_scale`. Not part of `make test`.
+//! `make bench-plan` (`SWFS=N`, default 2,000; `FLEET=real|uniform`; `make bench-plan SWFS=50000`
+//! for the figures in docs/benchmarks.md), or `PIPEWARDEN_BENCH_SWFS=N PIPEWARDEN_BENCH_FLEET=real
+//! cargo bench -p pipewarden-tests --bench plan_scale`. Not part of `make test`.
 
 mod child;
 
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
-use futures::{StreamExt as _, TryStreamExt as _};
-use kube::api::PostParams;
-use pipewarden_tests::swf_support::{fixture, swfs};
+use pipewarden_tests::swf_support::side::{FleetKind, Side};
 
 fn main() -> Result<()> {
     if let Ok(role) = std::env::var(child::ROLE) {
@@ -34,38 +33,45 @@ async fn parent() -> Result<()> {
         .context("PIPEWARDEN_BENCH_SWFS")?;
     let control_plane = pipewarden_tests::shared().await?;
     let client = control_plane.client()?;
-    let namespace = control_plane.ns().await?;
+    let fleet = FleetKind::from_env()?;
+    let side = Side::new(fleet, &control_plane.ns().await?, count)?;
     let started = Instant::now();
-    seed(&client, &namespace, count).await?;
-    eprintln!("seeded {count} SWFs in {:.1?}", started.elapsed());
+    side.seed(&client).await?;
+    let mix = side.mix();
+    eprintln!("seeded {count} SWFs ({mix}) in {:.1?}", started.elapsed());
+    let namespaces = side.namespaces().join(",");
     let dir = std::env::temp_dir().join(format!("pipewarden-bench-plan-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let spec = |role: &'static str, what: &'static str| child::Spec {
         role,
         what,
         kubeconfig: control_plane.kubeconfig(),
-        namespace: &namespace,
+        namespaces: &namespaces,
         count,
+        stale: side.stale(),
         dir: &dir,
     };
     let mut rows = Vec::new();
     for (role, what) in [
-        ("plan", "plan, every SWF stale"),
+        ("plan", "plan, before"),
         ("run", "run, first pass"),
-        ("plan", "plan, every SWF up to date"),
+        ("plan", "plan, after the pass"),
     ] {
         let measured = child::run(&spec(role, what)).await?;
         eprintln!("{what}: {:.1} s", measured.wall_secs);
         rows.push((what, measured));
     }
     let _ = std::fs::remove_dir_all(&dir);
-    print(count, &rows);
+    print(count, fleet, &mix, &rows);
     Ok(())
 }
 
-fn print(count: usize, rows: &[(&str, child::Measured)]) {
+fn print(count: usize, fleet: FleetKind, mix: &str, rows: &[(&str, child::Measured)]) {
     println!("\n{}", machine());
-    println!("{count} SWFs as KFP 2.3 left them, one namespace, target 2.17.0\n");
+    println!(
+        "{count} SWFs, {} fleet ({mix}), target 2.17.0\n",
+        fleet.name()
+    );
     let mut table = pipewarden::cli::table::Table::new(&[
         "RUN", "WALL", "CPU-S", "PEAK RSS", "DECIDED", "OUTPUT", "SAID",
     ]);
@@ -123,35 +129,4 @@ fn machine() -> String {
             ""
         }
     )
-}
-
-/// Creates `count` SWFs, 16 at a time, half with runtime parameters, a line every 10,000.
-async fn seed(client: &kube::Client, namespace: &str, count: usize) -> Result<()> {
-    let plain = fixture("kfp-2.3")?;
-    let with_parameters = fixture("kfp-2.3-parameters")?;
-    let api = swfs(client, namespace);
-    let started = Instant::now();
-    futures::stream::iter(0..count)
-        .map(|i| {
-            let mut swf = if i % 2 == 0 {
-                plain.clone()
-            } else {
-                with_parameters.clone()
-            };
-            swf.metadata.name = Some(format!("daily-{i:05}"));
-            swf.metadata.namespace = Some(namespace.to_owned());
-            let api = api.clone();
-            async move { api.create(&PostParams::default(), &swf).await }
-        })
-        .buffer_unordered(16)
-        .enumerate()
-        .map(|(done, created)| {
-            if (done + 1).is_multiple_of(10_000) {
-                eprintln!("{} SWFs created ({:.0?})", done + 1, started.elapsed());
-            }
-            created
-        })
-        .try_for_each(|_| async { Ok(()) })
-        .await
-        .context("seeding")
 }

@@ -11,9 +11,9 @@ use pipewarden::config::{Shard, read_settings};
 use pipewarden::engine::{Policy, PolicyOptions, RenderContext};
 use serde::{Deserialize, Serialize};
 
-use crate::side::{FleetKind, Side};
 use crate::upstream;
 use pipewarden_tests::procfs;
+use pipewarden_tests::swf_support::side::{FleetKind, Side};
 use pipewarden_tests::swf_support::*;
 
 pub const ROLE: &str = "PIPEWARDEN_BENCH_ROLE";

@@ -29,7 +29,6 @@
 mod child;
 mod pin;
 mod profile;
-mod side;
 mod table;
 mod upstream;
 
@@ -43,7 +42,7 @@ use pipewarden_tests::swf_support::fleet::Kind;
 use pipewarden_tests::swf_support::*;
 use pipewarden_tests::{ControlPlane, procfs};
 
-use side::{FleetKind, Side};
+use pipewarden_tests::swf_support::side::{FleetKind, Side};
 use table::{Row, ServerClock, Servers};
 
 /// Resync passes pipewarden's restart run measures (the first is the restart itself).

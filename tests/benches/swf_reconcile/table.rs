@@ -3,7 +3,7 @@
 use pipewarden_tests::{ControlPlane, procfs};
 
 use crate::child::Measured;
-use crate::side::FleetKind;
+use pipewarden_tests::swf_support::side::FleetKind;
 
 /// CPU seconds kube-apiserver and etcd used over one run.
 #[derive(Default, Clone, Copy)]

@@ -7,6 +7,7 @@ mod cluster;
 mod controller;
 pub mod fleet;
 mod kfp_api;
+pub mod side;
 
 pub use cluster::*;
 pub use controller::*;

@@ -1,4 +1,4 @@
-//! Which SWFs one side of the bench reconciles: `FLEET=real` (default) a fleet made from every
+//! Which SWFs one side of a bench reconciles: `FLEET=real` (default) a fleet made from every
 //! release's own compiler output, in the mix `swf_support::fleet` states, over its 50
 //! namespaces; `FLEET=uniform` copies of two KFP 2.3 pipelines in one namespace, half with
 //! runtime parameters (the bench before the real fleet). Each side has its own copy, made from
@@ -6,12 +6,12 @@
 
 use std::time::Instant;
 
+use super::fleet::{Fleet, Job, Kind};
+use super::*;
 use anyhow::{Context as _, Result};
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, PostParams};
-use pipewarden_tests::swf_support::fleet::{Fleet, Job, Kind};
-use pipewarden_tests::swf_support::*;
 
 /// The fleet's seed: the same fleet in every run.
 pub const SEED: u64 = 20_261_205;
