@@ -57,8 +57,8 @@ pub struct ExitArgs {
     #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_ALLOW_HTTP", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub exit_webhook_allow_http: bool,
     /// Attempts of the action path (confirming read, claim, Event, delivery) per completion,
-    /// each with at most one webhook request; then the completion is given up (an
-    /// ExitNotificationFailed Event and pipewarden_exit_gave_up).
+    /// each with at most one webhook request; then the completion is given up
+    /// (an ExitNotificationFailed Event and pipewarden_exit_gave_up).
     #[arg(
         long,
         alias = "exit-webhook-attempts",
@@ -73,11 +73,11 @@ pub struct ExitArgs {
     /// The longest wait between two attempts (also after a receiver's 4xx).
     #[arg(long, env = "PIPEWARDEN_EXIT_RETRY_MAX_DELAY", default_value = "10m", value_parser = parse_duration)]
     pub exit_retry_max_delay: Duration,
-    /// Timeout of one webhook request, answer included; a timed-out delivery is retried with a
-    /// longer one (2x, then 4x).
+    /// Timeout of one delivery (a webhook request, answer included); a timed-out delivery is
+    /// retried with a longer one (2x, then 4x).
     #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub exit_webhook_timeout: Duration,
-    /// Webhook requests in flight at once (a quarter more for receivers that timed out).
+    /// Deliveries in flight at once (a quarter more for receivers that timed out).
     #[arg(
         long,
         env = "PIPEWARDEN_EXIT_DELIVERY_CONCURRENCY",

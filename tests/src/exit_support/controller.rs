@@ -135,7 +135,8 @@ impl Controller {
         };
         self.handle
             .metrics()
-            .exit_webhook_requests
+            .exit_deliveries
+            .webhook_requests
             .get_or_create(&label)
             .get()
     }

@@ -79,7 +79,7 @@ pub struct Limits {
     pub retry_max_delay: Duration,
     pub catch_up: Duration,
     pub give_up_after: Duration,
-    pub webhook_timeout: Duration,
+    pub send_timeout: Duration,
     pub event_source: String,
 }
 
