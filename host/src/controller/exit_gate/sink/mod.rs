@@ -1,12 +1,14 @@
 //! Where exit notifications go. A sink sends one notification within a deadline and says how
 //! it failed in the terms the action path retries by; the delivery pools and the action path
-//! know only the [`Sink`] trait. Each sink maps its own transport's errors (HTTP statuses) to
-//! a [`SinkError`].
+//! know only the [`Sink`] trait. Each sink maps its own transport's errors (HTTP statuses,
+//! JetStream answers) to a [`SinkError`].
 //!
 //! A sink is not where exactly-once lives: the claim and the mark on the Workflow are, and a
 //! sink is asked to deliver one completion more than once only after a failure, always with
 //! the same idempotency key, for its receiver (or server) to deduplicate.
 
+pub mod nats;
+pub mod structured;
 pub mod webhook;
 
 use std::future::Future;
@@ -16,6 +18,7 @@ use std::time::Duration;
 
 use crate::config::ExitArgs;
 use crate::exit::notification::Notification;
+use nats::{Nats, NatsOptions};
 use webhook::{Webhook, WebhookOptions};
 
 /// A send under way (boxed, so that delivery holds any sink as `dyn Sink`).
@@ -30,7 +33,7 @@ pub trait Sink: Send + Sync {
     fn send<'a>(&'a self, notification: &'a Notification, timeout: Duration) -> Sending<'a>;
 }
 
-/// The sink the flags name: the webhook or none (completions are claimed, recorded and
+/// The sink the flags name: the webhook, NATS, or none (completions are claimed, recorded and
 /// marked sent without a notification).
 pub async fn from_args(args: &ExitArgs) -> anyhow::Result<Option<Arc<dyn Sink>>> {
     if let Some(url) = &args.exit_webhook_url {
@@ -41,6 +44,14 @@ pub async fn from_args(args: &ExitArgs) -> anyhow::Result<Option<Arc<dyn Sink>>>
             allow_http: args.exit_webhook_allow_http,
         };
         return Ok(Some(Arc::new(Webhook::new(url, &options)?)));
+    }
+    if let Some(url) = &args.exit_nats_url {
+        let options = NatsOptions {
+            creds_file: args.exit_nats_creds_file.clone(),
+            ca_file: args.exit_nats_ca_file.clone(),
+        };
+        let nats = Nats::connect(url, &args.exit_nats_subject, &options).await?;
+        return Ok(Some(Arc::new(nats)));
     }
     Ok(None)
 }
@@ -107,3 +118,5 @@ impl std::fmt::Display for SinkError {
         }
     }
 }
+
+impl std::error::Error for SinkError {}
