@@ -330,4 +330,61 @@ mod tests {
         );
         assert_eq!(posts.load(Ordering::SeqCst), 1);
     }
+
+    /// A sink that refuses everything for good, as a stream that does not exist would.
+    struct Refusing;
+
+    impl Sink for Refusing {
+        fn name(&self) -> &'static str {
+            "refusing"
+        }
+
+        fn send<'a>(&'a self, _: &'a Notification, _: Duration) -> super::super::sink::Sending<'a> {
+            Box::pin(async {
+                Err(SinkError::Permanent(super::super::sink::Reason {
+                    text: "no stream".to_owned(),
+                    answered: true,
+                }))
+            })
+        }
+    }
+
+    /// Deliveries count under the sink's name; only the webhook's under the old name too.
+    #[tokio::test]
+    async fn each_delivery_counts_under_its_sink_and_the_webhooks_also_under_the_old_name() {
+        let metrics = Arc::new(Metrics::new());
+        let (url, _) = receiver(Duration::ZERO).await;
+        let webhook = Arc::new(Webhook::new(&url, &Default::default()).unwrap());
+        let fence = || {
+            Fence::new(
+                Instant::now() + Duration::from_secs(60),
+                watch::channel(true).1,
+            )
+        };
+        let timeout = Duration::from_secs(5);
+        for sink in [webhook as Arc<dyn Sink>, Arc::new(Refusing)] {
+            let (delivery, pools) = Delivery::new(sink, 1, 1, metrics.clone());
+            tokio::spawn(pools.run());
+            let _ = delivery
+                .deliver(completion("one"), false, timeout, fence())
+                .await;
+        }
+        let deliveries = &metrics.exit_deliveries;
+        let by_sink = |sink: &str, outcome: &str| {
+            let labels = crate::controller::metrics::deliveries::SinkOutcomeLabels {
+                sink: sink.to_owned(),
+                outcome: outcome.to_owned(),
+            };
+            deliveries.by_sink.get_or_create(&labels).get()
+        };
+        assert_eq!(by_sink("webhook", "ok"), 1);
+        assert_eq!(by_sink("refusing", "permanent"), 1);
+        let old = |outcome: &str| {
+            let label = crate::controller::metrics::OutcomeLabel {
+                outcome: outcome.to_owned(),
+            };
+            deliveries.webhook_requests.get_or_create(&label).get()
+        };
+        assert_eq!((old("ok"), old("rejected")), (1, 0));
+    }
 }
