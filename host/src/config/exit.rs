@@ -238,3 +238,33 @@ impl ExitArgs {
         ]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::ExitArgs;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        exit: ExitArgs,
+    }
+
+    #[test]
+    fn one_sink_at_a_time_and_nats_options_only_with_nats() {
+        let both = [
+            "pipewarden",
+            "--exit-webhook-url=https://receiver/",
+            "--exit-nats-url=nats://nats:4222",
+        ];
+        assert!(Cli::try_parse_from(both).is_err());
+        let alone = ["pipewarden", "--exit-nats-creds-file=/creds/user.creds"];
+        assert!(Cli::try_parse_from(alone).is_err());
+        let nats = Cli::try_parse_from(["pipewarden", "--exit-nats-url=nats://nats:4222"])
+            .unwrap()
+            .exit;
+        assert_eq!(nats.exit_nats_subject, "pipewarden.exit.completed");
+        assert!(nats.exit_webhook_url.is_none());
+    }
+}
