@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds etcd, kube-apiserver, kustomize, Helm, the OCI registry, crane, cosign, Argo Workflows v4's
-# workflow controller and `argo retry`, and kwok from the pinned Go wrapper modules beside this
-# script, and copies Argo's CRDs out of the same module and the OpenReports CRDs out of theirs.
+# workflow controller and `argo retry`, kwok and nats-server from the pinned Go wrapper modules
+# beside this script, and copies Argo's CRDs out of the same module and the OpenReports CRDs out
+# of theirs.
 # Output: $PIPEWARDEN_CONTROL_PLANE_CACHE (default <repo>/.cache/bin). A binary is rebuilt only
 # when its version marker (derived from the go.mod pins) differs.
 #
@@ -179,6 +180,9 @@ openreports_crds
 kwok_version="$(pinned "$here/kwok" sigs.k8s.io/kwok)"
 build kwok "$here/kwok" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok \
   "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}"
+
+# nats-server with JetStream: the exit gate's NATS sink delivers to it in the e2e tests.
+build nats-server "$here/nats-server" github.com/nats-io/nats-server/v2 github.com/nats-io/nats-server/v2
 
 # promql-eval: the dashboard's queries over recorded scrapes with Prometheus' own PromQL
 # engine (tests/picture/, the monitoring picture): only when asked.

@@ -22,6 +22,7 @@ pub mod deploy_support;
 mod etcd;
 pub mod exit_support;
 pub mod intercept;
+pub mod nats;
 mod objects;
 pub mod procfs;
 pub mod registry;

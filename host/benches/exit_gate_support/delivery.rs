@@ -13,7 +13,7 @@ use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use pipewarden::controller::exit_gate::delivery::{Delivery, DeliveryError, Fence};
-use pipewarden::controller::exit_gate::{PostError, Webhook};
+use pipewarden::controller::exit_gate::{SinkError, Webhook};
 use pipewarden::controller::metrics::Metrics;
 use pipewarden::exit::event::WorkflowFacts;
 use pipewarden::exit::notification::notification;
@@ -106,7 +106,7 @@ async fn deliver_all(hanging_percent: usize) -> Run {
 
     let metrics = Arc::new(Metrics::new());
     let (delivery, pools) = Delivery::new(
-        Webhook::new(&url, &Default::default()).expect("webhook"),
+        Arc::new(Webhook::new(&url, &Default::default()).expect("webhook")),
         CONCURRENCY,
         QUEUE,
         metrics.clone(),
@@ -180,7 +180,7 @@ async fn deliver_with_retries(delivery: &Delivery, name: &str) -> bool {
         );
         match delivery.deliver(sent.clone(), slow, timeout, fence).await {
             Ok(()) => return true,
-            Err(DeliveryError::Post(PostError::Timeout(_))) => timeouts += 1,
+            Err(DeliveryError::Sink(SinkError::Timeout(_))) => timeouts += 1,
             Err(_) => {}
         }
         if attempt + 1 < ATTEMPTS {

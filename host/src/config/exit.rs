@@ -56,9 +56,35 @@ pub struct ExitArgs {
     /// adds mTLS); refused otherwise.
     #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_ALLOW_HTTP", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub exit_webhook_allow_http: bool,
+    /// Publish each exit notification (a CloudEvent, structured mode) to NATS JetStream at this
+    /// nats:// or tls:// URL instead of POSTing it, with Nats-Msg-Id set to the completion key
+    /// so that the stream drops a resend within its duplicate window.
+    #[arg(
+        long,
+        env = "PIPEWARDEN_EXIT_NATS_URL",
+        conflicts_with = "exit_webhook_url"
+    )]
+    pub exit_nats_url: Option<String>,
+    /// The subject notifications are published to; a JetStream stream must capture it.
+    #[arg(
+        long,
+        env = "PIPEWARDEN_EXIT_NATS_SUBJECT",
+        default_value = "pipewarden.exit.completed"
+    )]
+    pub exit_nats_subject: String,
+    /// Connect to NATS with this credentials file (a user JWT and NKey seed).
+    #[arg(
+        long,
+        env = "PIPEWARDEN_EXIT_NATS_CREDS_FILE",
+        requires = "exit_nats_url"
+    )]
+    pub exit_nats_creds_file: Option<PathBuf>,
+    /// Require TLS to NATS and trust only the PEM certificates in this file (a private CA).
+    #[arg(long, env = "PIPEWARDEN_EXIT_NATS_CA_FILE", requires = "exit_nats_url")]
+    pub exit_nats_ca_file: Option<PathBuf>,
     /// Attempts of the action path (confirming read, claim, Event, delivery) per completion,
-    /// each with at most one webhook request; then the completion is given up (an
-    /// ExitNotificationFailed Event and pipewarden_exit_gave_up).
+    /// each with at most one webhook request or NATS publish; then the completion is given up
+    /// (an ExitNotificationFailed Event and pipewarden_exit_gave_up).
     #[arg(
         long,
         alias = "exit-webhook-attempts",
@@ -73,11 +99,11 @@ pub struct ExitArgs {
     /// The longest wait between two attempts (also after a receiver's 4xx).
     #[arg(long, env = "PIPEWARDEN_EXIT_RETRY_MAX_DELAY", default_value = "10m", value_parser = parse_duration)]
     pub exit_retry_max_delay: Duration,
-    /// Timeout of one webhook request, answer included; a timed-out delivery is retried with a
-    /// longer one (2x, then 4x).
+    /// Timeout of one delivery (a webhook request, answer included, or a NATS publish and its
+    /// acknowledgement); a timed-out delivery is retried with a longer one (2x, then 4x).
     #[arg(long, env = "PIPEWARDEN_EXIT_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub exit_webhook_timeout: Duration,
-    /// Webhook requests in flight at once (a quarter more for receivers that timed out).
+    /// Deliveries in flight at once (a quarter more for receivers that timed out).
     #[arg(
         long,
         env = "PIPEWARDEN_EXIT_DELIVERY_CONCURRENCY",
@@ -210,5 +236,35 @@ impl ExitArgs {
                 100,
             ),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::ExitArgs;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        exit: ExitArgs,
+    }
+
+    #[test]
+    fn one_sink_at_a_time_and_nats_options_only_with_nats() {
+        let both = [
+            "pipewarden",
+            "--exit-webhook-url=https://receiver/",
+            "--exit-nats-url=nats://nats:4222",
+        ];
+        assert!(Cli::try_parse_from(both).is_err());
+        let alone = ["pipewarden", "--exit-nats-creds-file=/creds/user.creds"];
+        assert!(Cli::try_parse_from(alone).is_err());
+        let nats = Cli::try_parse_from(["pipewarden", "--exit-nats-url=nats://nats:4222"])
+            .unwrap()
+            .exit;
+        assert_eq!(nats.exit_nats_subject, "pipewarden.exit.completed");
+        assert!(nats.exit_webhook_url.is_none());
     }
 }

@@ -5,6 +5,7 @@ use crate::ControlPlane;
 use anyhow::{Context as _, Result};
 use clap::Parser as _;
 use pipewarden::controller::exit_gate::{Handled, InjectedEvent};
+use pipewarden::controller::metrics::deliveries::SinkOutcomeLabels;
 use pipewarden::controller::metrics::{OutcomeLabel, StepLabel};
 use pipewarden::controller::{ControllerHandle, Hooks, RunArgs, start_with};
 use pipewarden::engine::EventKind;
@@ -135,8 +136,23 @@ impl Controller {
         };
         self.handle
             .metrics()
-            .exit_webhook_requests
+            .exit_deliveries
+            .webhook_requests
             .get_or_create(&label)
+            .get()
+    }
+
+    /// Deliveries to `sink` so far with this outcome (`ok`, `timeout`, `retryable`, ...).
+    pub fn deliveries(&self, sink: &str, outcome: &str) -> u64 {
+        let labels = SinkOutcomeLabels {
+            sink: sink.to_owned(),
+            outcome: outcome.to_owned(),
+        };
+        self.handle
+            .metrics()
+            .exit_deliveries
+            .by_sink
+            .get_or_create(&labels)
             .get()
     }
 

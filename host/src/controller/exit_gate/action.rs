@@ -2,9 +2,9 @@
 //!
 //! One attempt runs what is left of the action path: a fresh read that confirms the completion,
 //! the claim (`pending/<key>`, with a resourceVersion precondition), the `ExitNotification`
-//! Event, the webhook delivery, the `sent/<key>` mark. A step that fails ends the attempt; the
+//! Event, the delivery to the sink, the `sent/<key>` mark. A step that fails ends the attempt; the
 //! next one comes after a capped, jittered backoff and redoes only what is not done yet (a
-//! delivered notification is never POSTed again by this replica). When the attempts run out
+//! delivered notification is never sent again by this replica). When the attempts run out
 //! the completion is given up: `failed/<key>`, an `ExitNotificationFailed` Event, a metric.
 
 use std::sync::Arc;
@@ -16,8 +16,8 @@ use kube::api::{Api, Patch, PatchParams};
 use super::delivery::{DeliveryError, Fence};
 use super::gate::{Gate, workflows};
 use super::listed::ListedWorkflow;
+use super::sink::SinkError;
 use super::tracker::{Begin, Final};
-use super::webhook::PostError;
 use crate::controller::metrics::Metrics;
 use crate::exit::claim::{Claim, FrozenBody};
 use crate::exit::event::WorkflowFacts;
@@ -25,7 +25,7 @@ use crate::exit::notification::{
     Mark, Notification, Plan, event_note, finished_before, frozen_notification, reasons,
 };
 use crate::exit::outcome::Outcome;
-use crate::exit::retry::{jittered, retryable_status};
+use crate::exit::retry::jittered;
 use crate::exit::seen::Seen;
 
 /// Reads and writes per step within one attempt before it counts as failed: a workflow that
@@ -239,7 +239,7 @@ async fn attempt(gate: &Gate, run: &mut Run) -> Ended {
         // failed fast (an error status, a refused connection) stays in the fresh lane, so that
         // it never waits behind receivers that hang.
         let slow = run.timeouts > 0;
-        let timeout = gate.limits.webhook_timeout * 2u32.pow(run.timeouts.min(2));
+        let timeout = gate.limits.send_timeout * 2u32.pow(run.timeouts.min(2));
         let Some(fence) = run.fence.clone() else {
             unreachable!("a fence is set with every claim");
         };
@@ -249,13 +249,10 @@ async fn attempt(gate: &Gate, run: &mut Run) -> Ended {
         {
             Ok(()) => run.delivered = true,
             Err(error) => {
-                if matches!(error, DeliveryError::Post(PostError::Timeout(_))) {
+                if matches!(error, DeliveryError::Sink(SinkError::Timeout(_))) {
                     run.timeouts += 1;
                 }
-                let slow_down = matches!(
-                    error,
-                    DeliveryError::Post(PostError::Status(status)) if !retryable_status(status)
-                );
+                let slow_down = matches!(error, DeliveryError::Sink(SinkError::Permanent(_)));
                 return Ended::Failed(Failure {
                     slow_down,
                     ..Failure::new("deliver", error)

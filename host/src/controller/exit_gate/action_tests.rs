@@ -16,8 +16,8 @@ use crate::controller::context::Context;
 use crate::controller::exit_gate::delivery::Delivery;
 use crate::controller::exit_gate::gate::Claims;
 use crate::controller::exit_gate::gate::{Gate, Limits, Queues, Task};
+use crate::controller::exit_gate::sink::webhook::Webhook;
 use crate::controller::exit_gate::tracker::Tracker;
-use crate::controller::exit_gate::webhook::Webhook;
 use crate::controller::metrics::Metrics;
 use crate::controller::policy_handle::{LoadedPolicy, PolicyHandle};
 use crate::exit::TombstoneCache;
@@ -129,7 +129,7 @@ impl Harness {
         );
         let receiver = Receiver::start(200).await;
         let webhook = Webhook::new(&receiver.url, &Default::default()).unwrap();
-        let (delivery, pools) = Delivery::new(webhook, 4, 16, metrics.clone());
+        let (delivery, pools) = Delivery::new(Arc::new(webhook), 4, 16, metrics.clone());
         tokio::spawn(pools.run());
         let limits = Limits {
             observe,
@@ -139,7 +139,7 @@ impl Harness {
             retry_max_delay: Duration::from_millis(40),
             catch_up: Duration::from_secs(3600),
             give_up_after: Duration::from_secs(86_400),
-            webhook_timeout: Duration::from_secs(2),
+            send_timeout: Duration::from_secs(2),
             event_source: "/pipewarden/test".into(),
         };
         let (delayed, _delayed) = mpsc::channel(16);

@@ -1,6 +1,7 @@
-//! Webhook deliveries, apart from deciding: bounded queues drained by their own pool of
-//! requests, so that a slow or dead receiver holds a delivery slot for at most the request
-//! timeout and never a uid shard, a decision, or another workflow's delivery.
+//! Deliveries to the sink, apart from deciding: bounded queues drained by their own pool of
+//! sends, so that a slow or dead receiver holds a delivery slot for at most the send timeout
+//! and never a uid shard, a decision, or another workflow's delivery. The pools know the sink
+//! only as a [`Sink`].
 //!
 //! Two lanes. The fresh lane carries every delivery except those to a receiver that already
 //! timed out for it: those go to the slow lane (a quarter of the slots, longer timeouts), so
@@ -10,7 +11,7 @@
 //! queue is a failed attempt like any other: the claim stays pending and the action path
 //! tries again after its backoff.
 //!
-//! A fence before every POST: a job leaves the queue only while the claim it was queued under
+//! A fence before every send: a job leaves the queue only while the claim it was queued under
 //! has at least its request timeout left (by this process's clock, from when the claim was
 //! written) and the leadership it was claimed under has not changed. Otherwise it is not sent;
 //! the attempt fails and whoever holds the claim then delivers it. Neither a wait in the slow
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
-use super::webhook::{PostError, Webhook};
+use super::sink::{Sink, SinkError};
 use crate::controller::metrics::Metrics;
 use crate::exit::notification::Notification;
 
@@ -77,21 +78,23 @@ impl Fence {
 pub struct Delivery {
     fresh: mpsc::Sender<Job>,
     slow: mpsc::Sender<Job>,
+    /// The sink's name, for the metrics counted before a job reaches the pools.
+    sink: &'static str,
     metrics: Arc<Metrics>,
 }
 
 /// The lanes' drains, to be run by the exit loop (they stop with it).
 pub struct Pools {
     lanes: Vec<(mpsc::Receiver<Job>, usize)>,
-    webhook: Arc<Webhook>,
+    sink: Arc<dyn Sink>,
     metrics: Arc<Metrics>,
 }
 
 impl Delivery {
-    /// `concurrency` requests at once in the fresh lane, a quarter of that (at least one) in
-    /// the slow lane; `queue` deliveries may wait in each lane.
+    /// `concurrency` sends at once in the fresh lane, a quarter of that (at least one) in the
+    /// slow lane; `queue` deliveries may wait in each lane.
     pub fn new(
-        webhook: Webhook,
+        sink: Arc<dyn Sink>,
         concurrency: usize,
         queue: usize,
         metrics: Arc<Metrics>,
@@ -104,20 +107,21 @@ impl Delivery {
                 (fresh_rx, concurrency),
                 (slow_rx, concurrency.div_ceil(4).max(1)),
             ],
-            webhook: Arc::new(webhook),
+            sink: sink.clone(),
             metrics: metrics.clone(),
         };
         (
             Delivery {
                 fresh,
                 slow,
+                sink: sink.name(),
                 metrics,
             },
             pools,
         )
     }
 
-    /// Queues one POST (in the slow lane if `slow`) and waits for its answer; never waits for
+    /// Queues one send (in the slow lane if `slow`) and waits for its answer; never waits for
     /// a place in the queue.
     pub async fn deliver(
         &self,
@@ -137,7 +141,8 @@ impl Delivery {
         self.metrics.exit_delivery_queued.inc();
         if lane.try_send(job).is_err() {
             self.metrics.exit_delivery_queued.dec();
-            Metrics::count(&self.metrics.exit_webhook_requests, "queue-full");
+            let full = "queue-full";
+            self.metrics.exit_deliveries.count(self.sink, full, full);
             return Err(DeliveryError::QueueFull);
         }
         match answer.await {
@@ -153,7 +158,7 @@ pub enum DeliveryError {
     QueueFull,
     /// Not sent: the claim or the leadership it was queued under no longer holds.
     Fenced(String),
-    Post(PostError),
+    Sink(SinkError),
     Stopped,
 }
 
@@ -162,7 +167,7 @@ impl std::fmt::Display for DeliveryError {
         match self {
             DeliveryError::QueueFull => write!(f, "the delivery queue is full"),
             DeliveryError::Fenced(why) => write!(f, "not sent: {why}"),
-            DeliveryError::Post(error) => error.fmt(f),
+            DeliveryError::Sink(error) => error.fmt(f),
             DeliveryError::Stopped => write!(f, "the delivery pool stopped"),
         }
     }
@@ -176,7 +181,7 @@ impl Pools {
             lanes.spawn(drain(
                 queue,
                 Arc::new(Semaphore::new(slots)),
-                self.webhook.clone(),
+                self.sink.clone(),
                 self.metrics.clone(),
             ));
         }
@@ -188,7 +193,7 @@ impl Pools {
 async fn drain(
     mut queue: mpsc::Receiver<Job>,
     slots: Arc<Semaphore>,
-    webhook: Arc<Webhook>,
+    sink: Arc<dyn Sink>,
     metrics: Arc<Metrics>,
 ) {
     let mut requests = JoinSet::new();
@@ -202,24 +207,24 @@ async fn drain(
         while requests.try_join_next().is_some() {}
         metrics.exit_delivery_queued.dec();
         if let Err(why) = job.fence.check(job.timeout, Instant::now()) {
-            Metrics::count(&metrics.exit_webhook_requests, "fenced");
+            metrics
+                .exit_deliveries
+                .count(sink.name(), "fenced", "fenced");
             let _ = job.reply.send(Err(DeliveryError::Fenced(why)));
             continue;
         }
         metrics.exit_deliveries_in_flight.inc();
-        let (webhook, metrics) = (webhook.clone(), metrics.clone());
+        let (sink, metrics) = (sink.clone(), metrics.clone());
         requests.spawn(async move {
-            let result = webhook.post(&job.notification, job.timeout).await;
+            let result = sink.send(&job.notification, job.timeout).await;
             drop(slot);
             metrics.exit_deliveries_in_flight.dec();
-            let outcome = match &result {
-                Ok(()) => "ok",
-                Err(PostError::Status(_)) => "rejected",
-                Err(PostError::Timeout(_)) => "timeout",
-                Err(PostError::Transport(_)) => "error",
+            let (outcome, legacy) = match &result {
+                Ok(()) => ("ok", "ok"),
+                Err(error) => (error.label(), error.legacy_label()),
             };
-            Metrics::count(&metrics.exit_webhook_requests, outcome);
-            let _ = job.reply.send(result.map_err(DeliveryError::Post));
+            metrics.exit_deliveries.count(sink.name(), outcome, legacy);
+            let _ = job.reply.send(result.map_err(DeliveryError::Sink));
         });
     }
     while requests.join_next().await.is_some() {}
@@ -232,6 +237,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::controller::exit_gate::sink::webhook::Webhook;
     use crate::exit::event::WorkflowFacts;
     use crate::exit::notification::notification;
 
@@ -272,7 +278,7 @@ mod tests {
         let (url, posts) = receiver(Duration::from_millis(600)).await;
         let metrics = Arc::new(Metrics::new());
         let webhook = Webhook::new(&url, &Default::default()).unwrap();
-        let (delivery, pools) = Delivery::new(webhook, 1, 8, metrics);
+        let (delivery, pools) = Delivery::new(Arc::new(webhook), 1, 8, metrics);
         tokio::spawn(pools.run());
         let delivery = Arc::new(delivery);
         let (lease, leadership) = watch::channel(true);
@@ -296,7 +302,7 @@ mod tests {
         lease.send(false).unwrap();
         assert!(matches!(
             first.await.unwrap(),
-            Err(DeliveryError::Post(PostError::Timeout(_)))
+            Err(DeliveryError::Sink(SinkError::Timeout(_)))
         ));
         for job in queued {
             let result = job.await.unwrap();
@@ -323,5 +329,62 @@ mod tests {
             "{result:?}"
         );
         assert_eq!(posts.load(Ordering::SeqCst), 1);
+    }
+
+    /// A sink that refuses everything for good, as a stream that does not exist would.
+    struct Refusing;
+
+    impl Sink for Refusing {
+        fn name(&self) -> &'static str {
+            "refusing"
+        }
+
+        fn send<'a>(&'a self, _: &'a Notification, _: Duration) -> super::super::sink::Sending<'a> {
+            Box::pin(async {
+                Err(SinkError::Permanent(super::super::sink::Reason {
+                    text: "no stream".to_owned(),
+                    answered: true,
+                }))
+            })
+        }
+    }
+
+    /// Deliveries count under the sink's name; only the webhook's under the old name too.
+    #[tokio::test]
+    async fn each_delivery_counts_under_its_sink_and_the_webhooks_also_under_the_old_name() {
+        let metrics = Arc::new(Metrics::new());
+        let (url, _) = receiver(Duration::ZERO).await;
+        let webhook = Arc::new(Webhook::new(&url, &Default::default()).unwrap());
+        let fence = || {
+            Fence::new(
+                Instant::now() + Duration::from_secs(60),
+                watch::channel(true).1,
+            )
+        };
+        let timeout = Duration::from_secs(5);
+        for sink in [webhook as Arc<dyn Sink>, Arc::new(Refusing)] {
+            let (delivery, pools) = Delivery::new(sink, 1, 1, metrics.clone());
+            tokio::spawn(pools.run());
+            let _ = delivery
+                .deliver(completion("one"), false, timeout, fence())
+                .await;
+        }
+        let deliveries = &metrics.exit_deliveries;
+        let by_sink = |sink: &str, outcome: &str| {
+            let labels = crate::controller::metrics::deliveries::SinkOutcomeLabels {
+                sink: sink.to_owned(),
+                outcome: outcome.to_owned(),
+            };
+            deliveries.by_sink.get_or_create(&labels).get()
+        };
+        assert_eq!(by_sink("webhook", "ok"), 1);
+        assert_eq!(by_sink("refusing", "permanent"), 1);
+        let old = |outcome: &str| {
+            let label = crate::controller::metrics::OutcomeLabel {
+                outcome: outcome.to_owned(),
+            };
+            deliveries.webhook_requests.get_or_create(&label).get()
+        };
+        assert_eq!((old("ok"), old("rejected")), (1, 0));
     }
 }

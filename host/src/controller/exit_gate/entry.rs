@@ -3,7 +3,7 @@
 //! final object. Every one passes the same checks, in the same order: this replica may write,
 //! the object does not show the completion settled (by a mark the controller signed, with a
 //! mark key), and then the mode decides. In observe
-//! mode nothing reaches `action` (which claims, marks and POSTs): `observe` reports instead.
+//! mode nothing reaches `action` (which claims, marks and sends): `observe` reports instead.
 
 use std::sync::Arc;
 

@@ -79,7 +79,8 @@ pub struct Limits {
     pub retry_max_delay: Duration,
     pub catch_up: Duration,
     pub give_up_after: Duration,
-    pub webhook_timeout: Duration,
+    /// One send's deadline (`--exit-webhook-timeout`), doubled for each timeout, up to 4x.
+    pub send_timeout: Duration,
     pub event_source: String,
 }
 

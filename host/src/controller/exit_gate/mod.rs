@@ -4,9 +4,9 @@
 //! Events are sharded by uid over `ctx.concurrency` workers, so one workflow's events are
 //! handled in the order they arrived while different workflows proceed in parallel. A shard
 //! only decides: each completion the policy lets through is processed by a task of its own
-//! (`action`, with its own budget of attempts), its webhook deliveries go through a bounded
-//! queue with its own pool of requests (`delivery`), and a periodic sweep (`sweep`) takes up
-//! claims left pending.
+//! (`action`, with its own budget of attempts), its deliveries to the sink (`sink`: a webhook
+//! or NATS JetStream) go through a bounded queue with its own pool of sends (`delivery`), and
+//! a periodic sweep (`sweep`) takes up claims left pending.
 
 mod action;
 // The action path's tests, beside `entry`'s checks they also go through.
@@ -21,10 +21,10 @@ mod gate;
 mod listed;
 mod observe;
 mod rerun;
+pub mod sink;
 mod sweep;
 mod tracker;
 mod watch;
-pub mod webhook;
 mod worker;
 
 pub(crate) use gate::workflow_resource;
@@ -50,7 +50,8 @@ use gate::{Claims, Gate, Limits, Queues, Task, Work};
 use tracker::Tracker;
 use watch::Input;
 
-pub use webhook::{PostError, SIGNATURE_HEADER, Webhook, WebhookOptions, signature};
+pub use sink::webhook::{SIGNATURE_HEADER, Webhook, WebhookOptions, signature};
+pub use sink::{Sink, SinkError};
 
 /// A workflow event handed to the exit loop by a test, beside the watch (see [`super::Hooks`]).
 pub struct InjectedEvent {
@@ -86,26 +87,18 @@ impl Handled {
 
 /// Runs until the watch fails for good or the task is aborted; everything it started stops
 /// with it.
-/// What makes the webhook's requests trustworthy, from the flags.
-pub fn webhook_options(args: &ExitArgs) -> WebhookOptions {
-    WebhookOptions {
-        ca_file: args.exit_webhook_ca_file.clone(),
-        signing_key_file: args.exit_webhook_signing_key_file.clone(),
-        token_file: args.exit_webhook_token_file.clone(),
-        allow_http: args.exit_webhook_allow_http,
-    }
-}
-
 pub async fn run(
     ctx: Context,
     args: ExitArgs,
     injected: Option<mpsc::Receiver<InjectedEvent>>,
 ) -> anyhow::Result<()> {
     let mut loops = tokio::task::JoinSet::new();
-    let delivery = match &args.exit_webhook_url {
-        Some(url) => {
+    let sink = sink::from_args(&args).await?;
+    let sink_name = sink.as_ref().map_or("none", |sink| sink.name());
+    let delivery = match sink {
+        Some(sink) => {
             let (delivery, pools) = Delivery::new(
-                Webhook::new(url, &webhook_options(&args))?,
+                sink,
                 args.exit_delivery_concurrency,
                 args.exit_delivery_queue,
                 ctx.metrics.clone(),
@@ -128,7 +121,7 @@ pub async fn run(
         retry_max_delay: args.exit_retry_max_delay.max(args.exit_retry_delay),
         catch_up: args.exit_catchup_window,
         give_up_after: args.exit_give_up_after,
-        webhook_timeout: args.exit_webhook_timeout.max(Duration::from_millis(100)),
+        send_timeout: args.exit_webhook_timeout.max(Duration::from_millis(100)),
         event_source: args.exit_event_source.clone(),
     };
     let (delay_tx, mut delay_rx) = mpsc::channel::<(Duration, Work)>(DELAYED_CAPACITY);
@@ -167,7 +160,7 @@ pub async fn run(
     let mut catching_up: Option<tokio::task::AbortHandle> = None;
     tracing::info!(
         namespaces = ?ctx.namespaces,
-        webhook = args.exit_webhook_url.is_some(),
+        sink = sink_name,
         mode = ?args.exit_mode,
         "exit gate watching workflows"
     );

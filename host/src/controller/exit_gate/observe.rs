@@ -1,6 +1,6 @@
 //! Observe mode (`--exit-mode=observe`, the default install's): each completion is confirmed
 //! and planned as in notify mode, and what would happen is recorded, an Event per completion,
-//! without a claim, a mark or a POST. A completion left pending by a controller that notified
+//! without a claim, a mark or a send. A completion left pending by a controller that notified
 //! (a rollback from notify mode) is reported too: nothing here will deliver it. A read that
 //! fails leaves it to the next event or sweep.
 

@@ -1,6 +1,7 @@
 //! Prometheus metrics. Every failure path counts itself under a stable label.
 
 pub mod completions;
+pub mod deliveries;
 pub mod fleet;
 pub mod info;
 pub mod scale;
@@ -84,9 +85,9 @@ pub struct Metrics {
     pub exit_swept: Counter,
     /// From the gate taking a completion to its notification being delivered, in seconds.
     pub exit_notification_seconds: Histogram,
-    /// Exit webhook requests by outcome: ok, rejected (non-2xx), error (no answer), timeout.
-    pub exit_webhook_requests: Family<OutcomeLabel, Counter>,
-    /// Webhook deliveries waiting for a slot, and being sent.
+    /// Exit deliveries by sink and outcome, and the old webhook-only name beside them.
+    pub exit_deliveries: deliveries::DeliveryMetrics,
+    /// Deliveries waiting for a slot, and being sent.
     pub exit_delivery_queued: Gauge,
     pub exit_deliveries_in_flight: Gauge,
     /// Tombstone cache entries.
@@ -146,7 +147,6 @@ impl Metrics {
         let swf_conflicts_exhausted = Counter::default();
         let exit_decisions = Family::<OutcomeLabel, Counter>::default();
         let exit_notifications = Family::<OutcomeLabel, Counter>::default();
-        let exit_webhook_requests = Family::<OutcomeLabel, Counter>::default();
         let exit_attempt_failures = Family::<StepLabel, Counter>::default();
         let exit_gave_up = Counter::default();
         let exit_in_flight = Gauge::default();
@@ -186,11 +186,7 @@ impl Metrics {
             "Exit notifications by outcome",
             exit_notifications.clone(),
         );
-        registry.register(
-            "exit_webhook_requests",
-            "Exit webhook requests by outcome",
-            exit_webhook_requests.clone(),
-        );
+        let exit_deliveries = deliveries::DeliveryMetrics::register(&mut registry);
         registry.register(
             "exit_attempt_failures",
             "Failed attempts of the exit action path by step",
@@ -218,12 +214,12 @@ impl Metrics {
         );
         registry.register(
             "exit_delivery_queued",
-            "Webhook deliveries waiting for a slot",
+            "Exit deliveries waiting for a slot",
             exit_delivery_queued.clone(),
         );
         registry.register(
             "exit_deliveries_in_flight",
-            "Webhook deliveries being sent",
+            "Exit deliveries being sent",
             exit_deliveries_in_flight.clone(),
         );
         registry.register("tombstones", "Tombstone cache entries", tombstones.clone());
@@ -296,7 +292,7 @@ impl Metrics {
             swf_conflicts_exhausted,
             exit_decisions,
             exit_notifications,
-            exit_webhook_requests,
+            exit_deliveries,
             exit_attempt_failures,
             exit_gave_up,
             exit_in_flight,

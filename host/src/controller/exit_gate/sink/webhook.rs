@@ -1,7 +1,7 @@
-//! The exit-notification webhook: one HTTP POST of a CloudEvent in binary mode (`ce-*` headers,
-//! the JSON data as the body, `Idempotency-Key`), bounded by a per-request timeout. Retrying is
-//! the action path's business (see `action`), so that a completion's attempts, not its
-//! requests, are what is bounded. Built on the HTTP stack kube already brings (hyper 1,
+//! The webhook sink: one HTTP POST of a CloudEvent in binary mode (`ce-*` headers, the JSON
+//! data as the body, `Idempotency-Key`), bounded by a per-request timeout. Retrying is the
+//! action path's business (see `action`), so that a completion's attempts, not its requests,
+//! are what is bounded; which HTTP failures are worth retrying soon is decided here. Built on the HTTP stack kube already brings (hyper 1,
 //! hyper-util's client, hyper-rustls with ring and native roots).
 //!
 //! The headers are written by hand, per the CloudEvents 1.0 HTTP binding: the `cloudevents-sdk`
@@ -25,7 +25,9 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
+use super::{Reason, Sending, Sink, SinkError};
 use crate::exit::notification::Notification;
+use crate::exit::retry::retryable_status;
 
 enum Transport {
     /// http:// needs no TLS roots (tests, in-cluster receivers behind a mesh).
@@ -211,6 +213,35 @@ impl Webhook {
         tokio::time::timeout(timeout, exchange)
             .await
             .unwrap_or(Err(PostError::Timeout(timeout)))
+    }
+}
+
+impl Sink for Webhook {
+    fn name(&self) -> &'static str {
+        "webhook"
+    }
+
+    fn send<'a>(&'a self, notification: &'a Notification, timeout: Duration) -> Sending<'a> {
+        Box::pin(async move { self.post(notification, timeout).await.map_err(sink_error) })
+    }
+}
+
+/// A 5xx, 408 or 429 may pass on the next attempt; another non-2xx answer will not soon.
+fn sink_error(error: PostError) -> SinkError {
+    match error {
+        PostError::Timeout(after) => SinkError::Timeout(after),
+        PostError::Transport(_) => SinkError::unanswered(error.to_string()),
+        PostError::Status(status) => {
+            let reason = Reason {
+                text: error.to_string(),
+                answered: true,
+            };
+            if retryable_status(status) {
+                SinkError::Retryable(reason)
+            } else {
+                SinkError::Permanent(reason)
+            }
+        }
     }
 }
 
