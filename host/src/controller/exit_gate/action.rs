@@ -206,6 +206,10 @@ async fn attempt(gate: &Gate, run: &mut Run) -> Ended {
     if !run.delivered && run.deleted.is_none() && run.attempts > 1 {
         run.claimed = None;
     }
+    // Claiming, up to the Event, is bounded by the API budget: with thousands of completions
+    // at once (a catch-up), unbounded claims would queue for the API behind each other and
+    // run out before their sends left (each then fenced, retried, fenced again).
+    let claiming = gate.claim_permit().await;
     if run.claimed.is_none() {
         match confirm_and_claim(gate, run).await {
             Ok(None) => {}
@@ -232,6 +236,7 @@ async fn attempt(gate: &Gate, run: &mut Run) -> Ended {
         }
         run.event_recorded = true;
     }
+    drop(claiming);
     if let Some(delivery) = &gate.delivery
         && !run.delivered
     {

@@ -89,6 +89,9 @@ pub struct Limits {
 pub const CLAIM_TTL_SLACK: Duration = Duration::from_secs(60);
 /// Other holders' claims remembered at once.
 const CLAIMS_SEEN_MAX: u64 = 200_000;
+/// Completions being claimed at once per API request slot: each takes a read, a write and an
+/// Event, so two keep the slots busy while a claim waits for at most a few requests.
+const CLAIMING_PER_API_SLOT: usize = 2;
 
 /// What every shard and every completion shares.
 pub(super) struct Gate {
@@ -105,6 +108,8 @@ pub(super) struct Gate {
     pub limits: Limits,
     /// Requests to the API server in flight at once from the action paths.
     api: Arc<Semaphore>,
+    /// Completions between their claim and their send at once (see [`Gate::claim_permit`]).
+    claiming: Arc<Semaphore>,
     delayed: mpsc::Sender<(Duration, Work)>,
     /// Completion tasks, run by the exit loop so that they stop with it.
     tasks: mpsc::UnboundedSender<Task>,
@@ -136,6 +141,7 @@ impl Gate {
             claimant: claims.claimant,
             mark_key: claims.key,
             api: Arc::new(Semaphore::new(ctx.concurrency)),
+            claiming: Arc::new(Semaphore::new(CLAIMING_PER_API_SLOT * ctx.concurrency)),
             claims_seen: ClaimsSeen::new(limits.claim_ttl * 4 + CLAIM_TTL_SLACK, CLAIMS_SEEN_MAX),
             events: EventWriter::new(ctx.client.clone()),
             ctx,
@@ -262,6 +268,16 @@ impl Gate {
     }
 
     /// A place among the API requests the action paths may have in flight.
+    /// A place among the completions being claimed: held from the claim's read to its Event,
+    /// so that a claim's time goes to its send, not to waiting behind other claims.
+    pub async fn claim_permit(&self) -> OwnedSemaphorePermit {
+        self.claiming
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
     pub async fn api_permit(&self) -> OwnedSemaphorePermit {
         self.api
             .clone()
