@@ -298,6 +298,9 @@ pub const CLOUDEVENT_TYPE: &str = "io.pipewarden.workflow.completed.v1";
 #[derive(Clone, Debug, PartialEq)]
 pub struct Notification {
     pub key: String,
+    /// The CloudEvent's context attributes by their own names, values as they are (what a
+    /// structured-mode event carries).
+    pub attributes: Vec<(&'static str, String)>,
     /// Header names in lower case, values already encoded for HTTP.
     pub headers: Vec<(&'static str, String)>,
     pub body: bytes::Bytes,
@@ -332,25 +335,36 @@ pub fn freeze(live: &WorkflowFacts) -> FrozenBody {
 /// The notification for the completion `live`, from the CloudEvents `source`.
 pub fn notification(live: &WorkflowFacts, source: &str) -> Notification {
     let key = live.completion_key();
-    let mut headers = vec![
-        ("ce-specversion", "1.0".to_string()),
-        ("ce-id", header_value(&key)),
-        ("ce-type", CLOUDEVENT_TYPE.to_string()),
-        ("ce-source", header_value(source)),
+    // Each attribute, its header in HTTP binary mode, and its value (`time` only once finished).
+    let context = [
+        ("specversion", "ce-specversion", Some("1.0".to_owned())),
+        ("id", "ce-id", Some(key.clone())),
+        ("type", "ce-type", Some(CLOUDEVENT_TYPE.to_owned())),
+        ("source", "ce-source", Some(source.to_owned())),
         (
+            "subject",
             "ce-subject",
-            header_value(&format!("{}/{}", live.namespace, live.name)),
+            Some(format!("{}/{}", live.namespace, live.name)),
+        ),
+        ("time", "ce-time", live.finished_at.clone()),
+        (
+            "datacontenttype",
+            "content-type",
+            Some("application/json".to_owned()),
         ),
     ];
-    if let Some(finished) = &live.finished_at {
-        headers.push(("ce-time", header_value(finished)));
+    let (mut attributes, mut headers) = (Vec::new(), Vec::new());
+    for (attribute, header, value) in context {
+        let Some(value) = value else { continue };
+        headers.push((header, header_value(&value)));
+        attributes.push((attribute, value));
     }
-    headers.push(("content-type", "application/json".to_string()));
     headers.push(("idempotency-key", header_value(&key)));
     headers.push(("webhook-id", header_value(&key)));
     Notification {
         body: payload(live).to_string().into(),
         key,
+        attributes,
         headers,
     }
 }

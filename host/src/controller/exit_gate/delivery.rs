@@ -238,6 +238,7 @@ mod tests {
 
     use super::*;
     use crate::controller::exit_gate::sink::webhook::Webhook;
+    use crate::controller::exit_gate::sink::{Reason, Sending};
     use crate::exit::event::WorkflowFacts;
     use crate::exit::notification::notification;
 
@@ -339,9 +340,9 @@ mod tests {
             "refusing"
         }
 
-        fn send<'a>(&'a self, _: &'a Notification, _: Duration) -> super::super::sink::Sending<'a> {
+        fn send<'a>(&'a self, _: &'a Notification, _: Duration) -> Sending<'a> {
             Box::pin(async {
-                Err(SinkError::Permanent(super::super::sink::Reason {
+                Err(SinkError::Permanent(Reason {
                     text: "no stream".to_owned(),
                     answered: true,
                 }))

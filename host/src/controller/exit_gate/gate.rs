@@ -267,7 +267,6 @@ impl Gate {
         self.ctx.may_write() && !self.limits.observe
     }
 
-    /// A place among the API requests the action paths may have in flight.
     /// A place among the completions being claimed: held from the claim's read to its Event,
     /// so that a claim's time goes to its send, not to waiting behind other claims.
     pub async fn claim_permit(&self) -> OwnedSemaphorePermit {
@@ -278,6 +277,7 @@ impl Gate {
             .expect("the semaphore is never closed")
     }
 
+    /// A place among the API requests the action paths may have in flight.
     pub async fn api_permit(&self) -> OwnedSemaphorePermit {
         self.api
             .clone()

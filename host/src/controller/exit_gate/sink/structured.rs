@@ -1,7 +1,7 @@
 //! A notification's CloudEvent in structured mode (one JSON object: the context attributes
 //! beside `data`), for sinks whose messages carry no `ce-*` headers the way HTTP does. It is
-//! the webhook's event: the attributes are its `ce-*` headers decoded, and `data` is its body,
-//! byte for byte.
+//! the webhook's event: the attributes the webhook sends as `ce-*` headers, and `data` its
+//! body, byte for byte.
 
 use bytes::Bytes;
 
@@ -15,18 +15,10 @@ pub const CONTENT_TYPE: &str = "application/cloudevents+json";
 /// not a re-serialization of it.
 pub fn structured(notification: &Notification) -> Bytes {
     let mut out = String::from("{");
-    for (header, value) in &notification.headers {
-        let name = match *header {
-            "content-type" => "datacontenttype",
-            other => match other.strip_prefix("ce-") {
-                Some(attribute) => attribute,
-                None => continue,
-            },
-        };
-        let value = String::from_utf8_lossy(&percent_decoded(value)).into_owned();
-        out.push_str(&serde_json::Value::String(name.to_owned()).to_string());
+    for (name, value) in &notification.attributes {
+        out.push_str(&serde_json::Value::from(*name).to_string());
         out.push(':');
-        out.push_str(&serde_json::Value::String(value).to_string());
+        out.push_str(&serde_json::Value::from(value.as_str()).to_string());
         out.push(',');
     }
     out.push_str("\"data\":");
@@ -34,30 +26,6 @@ pub fn structured(notification: &Notification) -> Bytes {
     bytes.extend_from_slice(&notification.body);
     bytes.push(b'}');
     Bytes::from(bytes)
-}
-
-/// The inverse of the `%XX` escaping header values get (CloudEvents HTTP binding, 3.1.3.2).
-fn percent_decoded(value: &str) -> Vec<u8> {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escaped = (bytes[i] == b'%')
-            .then(|| value.get(i + 1..i + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(byte) => {
-                out.push(byte);
-                i += 3;
-            }
-            None => {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -95,11 +63,5 @@ mod tests {
             parsed["data"],
             serde_json::from_slice::<Value>(&sent.body).unwrap()
         );
-    }
-
-    #[test]
-    fn only_whole_escapes_are_decoded() {
-        assert_eq!(percent_decoded("a%20b%2"), b"a b%2");
-        assert_eq!(percent_decoded("%zz%41"), b"%zzA");
     }
 }

@@ -102,6 +102,7 @@ async fn receiver() -> (String, Seen) {
 fn notification() -> Notification {
     Notification {
         key: "uid/1".into(),
+        attributes: vec![("id", "uid/1".into())],
         headers: vec![("ce-id", "uid/1".into()), ("webhook-id", "uid/1".into())],
         body: serde_json::json!({"phase": "Failed"}).to_string().into(),
     }
