@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use pipewarden::engine::{Eligibility, EventKind, Policy, PolicyOptions};
 use pipewarden::exit::TombstoneCache;
 use pipewarden::exit::event::WorkflowFacts;
-use pipewarden::exit::gate::assess_with;
+use pipewarden::exit::judge::assess_with;
 use pipewarden::exit::tombstone::{ManualClock, Phase, Sighting};
 use serde_json::{Value, json};
 

@@ -15,7 +15,7 @@ use pipewarden::engine::{
     Eligibility, EventKind, Policy, PolicyError, PolicyOptions, Tombstone, WorkflowEvent,
 };
 use pipewarden::exit::TombstoneCache;
-use pipewarden::exit::gate::{assess_with, eligibility_parts};
+use pipewarden::exit::judge::{assess_with, eligibility_parts};
 use pipewarden::exit::tombstone::{ManualClock, ResourceVersion};
 use serde_json::Value;
 

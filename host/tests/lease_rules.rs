@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
-use pipewarden::lease::{
+use pipewarden::controller::leadership::rules::{
     LeaseView, Observed, Step, next_step, renew_deadline, retry_period, round_timeout,
 };
 

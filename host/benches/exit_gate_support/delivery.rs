@@ -14,10 +14,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use pipewarden::controller::exit_gate::delivery::{Delivery, DeliveryError, Fence};
 use pipewarden::controller::exit_gate::{SinkError, Webhook};
-use pipewarden::controller::metrics::Metrics;
 use pipewarden::exit::event::WorkflowFacts;
 use pipewarden::exit::notification::notification;
 use pipewarden::exit::retry::jittered;
+use pipewarden::metrics::Metrics;
 use serde_json::json;
 
 use super::common;

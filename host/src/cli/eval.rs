@@ -14,7 +14,7 @@ use crate::config::{EvalArgs, OutputFormat, read_settings};
 use crate::engine::{Policy, PolicyError};
 use crate::exit::TombstoneCache;
 use crate::exit::event::event_kind_name;
-use crate::exit::gate::{self, eligibility_parts};
+use crate::exit::judge::{self, eligibility_parts};
 use crate::exit::tombstone::ManualClock;
 use crate::swf::decide::{RenderTarget, SwfOutcome, decide};
 use crate::swf::{not_rebuildable_reason, object_key, parse_rebuild_policy};
@@ -232,7 +232,7 @@ fn eval_events(
     for (index, input) in events.iter().enumerate() {
         clock.advance(Duration::from_secs(input.after_seconds));
         let kind = event_kind_name(input.kind);
-        let row = match gate::assess(policy, &tombstones, input.kind, &input.workflow) {
+        let row = match judge::assess(policy, &tombstones, input.kind, &input.workflow) {
             Ok(assessment) => {
                 let facts = &assessment.facts;
                 let tombstone = assessment

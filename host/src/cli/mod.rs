@@ -5,10 +5,10 @@ mod examples;
 pub mod inputs;
 pub mod plan;
 pub mod policy_push;
+pub mod policy_test;
 pub mod precompile;
 pub mod reference;
 pub mod table;
-pub mod test;
 
 use clap::{Parser, Subcommand};
 
@@ -99,7 +99,7 @@ pub fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::Plan(args) => plan::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::Precompile(args) => precompile::run(&args).map(|()| 0),
-        Command::Test(args) => test::run(&args),
+        Command::Test(args) => policy_test::run(&args),
         Command::Policy(PolicyCommand::Push(args)) => policy_push::run(&args).map(|()| 0),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();

@@ -7,8 +7,8 @@ use kube::runtime::events::{Recorder, Reporter};
 use tokio::sync::watch;
 
 use super::health::Readiness;
-use super::metrics::Metrics;
-use super::policy_handle::PolicyHandle;
+use crate::cluster::policy_handle::PolicyHandle;
+use crate::metrics::Metrics;
 
 /// How long a watch may fail before readiness fails, unless told otherwise.
 const DEFAULT_WATCH_GRACE: std::time::Duration = std::time::Duration::from_secs(30);

@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 
-use super::metrics::Metrics;
+use crate::metrics::Metrics;
 
 pub struct Readiness {
     waiting: Mutex<BTreeSet<&'static str>>,

@@ -1,19 +1,12 @@
 //! `pipewarden run`: the controller. Loops fetch, call the policy through the engine and the
 //! pure logic, and write; everything they decide is in `swf` and `exit`.
 
-pub mod api_error;
-pub mod api_server_install;
 pub mod context;
 pub mod exit_gate;
 pub mod health;
-pub mod leader;
-pub mod metrics;
-pub mod policy_handle;
-pub mod policy_reload;
+pub mod leadership;
 pub mod reports;
-pub mod settings_source;
 pub mod swf;
-pub mod tls;
 pub mod watch_health;
 
 use std::net::SocketAddr;
@@ -22,75 +15,13 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use tokio::sync::watch;
 
+use crate::cluster::policy_handle::PolicyHandle;
+use crate::cluster::policy_load::load_policy_keeping_refused;
+use crate::cluster::policy_reload;
+use crate::cluster::settings_source::{SettingsPin, SettingsSource};
 pub use crate::config::RunArgs;
-use crate::config::{PolicyArgs, Settings};
+use crate::metrics::Metrics;
 use context::Context;
-use metrics::Metrics;
-use policy_handle::{LoadedPolicy, PolicyHandle};
-use settings_source::{SettingsPin, SettingsSource};
-
-/// Load the policy and validate its settings (as read from their source); a policy that
-/// refuses its settings is an error (a reload keeps the previous one then).
-pub fn load_policy(
-    args: &PolicyArgs,
-    settings: &Settings,
-    given: bool,
-    metrics: &Metrics,
-) -> anyhow::Result<LoadedPolicy> {
-    match load_policy_keeping_refused(args, settings, given, metrics)? {
-        (loaded, None) => Ok(loaded),
-        (_, Some(refused)) => Err(anyhow::anyhow!(refused)),
-    }
-}
-
-/// Load the policy and validate its settings. A policy that cannot be loaded is an error; one
-/// that refuses its settings is loaded all the same, with why, so that the controller starts:
-/// the SWF loop, the one that renders, writes nothing then (see `swf::serving`), and the exit
-/// gate runs. Without settings (only a run without the SWF loop) there is nothing to validate.
-pub fn load_policy_keeping_refused(
-    args: &PolicyArgs,
-    settings: &Settings,
-    given: bool,
-    metrics: &Metrics,
-) -> anyhow::Result<(LoadedPolicy, Option<String>)> {
-    let attempt = || -> anyhow::Result<(LoadedPolicy, Option<String>)> {
-        // A budget in the settings is read on every load, so a reload picks up a new one.
-        let args = args.with_settings_budget(&settings.budget);
-        args.check_floors()?;
-        let settings = settings.text.clone();
-        let policy = args
-            .load_observed(Some(metrics.retry_observer()))?
-            .with_settings(&settings);
-        let refused = given
-            .then(|| policy.validate_settings(&settings).err())
-            .flatten()
-            .map(|e| format!("policy {} rejected its settings: {e}", policy.label()));
-        let report = policy.load_report();
-        tracing::info!(
-            policy = policy.label(),
-            digest = policy.digest(),
-            code = ?report.source,
-            millis = report.code_time.as_secs_f64() * 1e3,
-            settings = match (given, &refused) {
-                (false, _) => "none (no loop renders)",
-                (true, None) => "validated",
-                (true, Some(_)) => "refused",
-            },
-            "policy loaded"
-        );
-        Ok((LoadedPolicy { policy, settings }, refused))
-    };
-    let result = attempt();
-    Metrics::count(
-        &metrics.policy_loads,
-        match &result {
-            Ok((_, None)) => "loaded",
-            Ok((_, Some(_))) => "settings-refused",
-            Err(_) => "refused",
-        },
-    );
-    result
-}
 
 /// A started controller: its loops and HTTP server run until `stop`, or until dropped.
 pub struct ControllerHandle {
@@ -120,7 +51,7 @@ impl ControllerHandle {
     pub async fn shutdown(mut self) {
         self.halt().await;
         if let Some(args) = &self.leader
-            && let Err(error) = leader::Elector::release(self.ctx.client.clone(), args).await
+            && let Err(error) = leadership::Elector::release(self.ctx.client.clone(), args).await
         {
             tracing::warn!(
                 error = format!("{error:#}"),
@@ -245,7 +176,7 @@ pub async fn start_with(
         ctx.readiness.clone(),
     ));
     if elect {
-        let elector = leader::Elector::new(
+        let elector = leadership::Elector::new(
             client,
             &args.leader,
             writer.clone(),

@@ -13,10 +13,10 @@ use kube::runtime::utils::Backoff as _;
 use kube::runtime::watcher::{self, DefaultBackoff, Event};
 use serde::de::DeserializeOwned;
 
-use super::api_error::describe_watch;
 use super::context::Context;
 use super::health::Readiness;
-use super::metrics::{Metrics, WatchLabel};
+use crate::cluster::api_error::describe_watch;
+use crate::metrics::{Metrics, WatchLabel};
 
 /// Tells readiness, metrics and the log how one watch is doing.
 #[derive(Clone)]

@@ -5,7 +5,7 @@ pub mod bounded;
 mod cache;
 pub mod claim;
 pub mod event;
-pub mod gate;
+pub mod judge;
 pub mod notification;
 pub mod outcome;
 pub mod retry;

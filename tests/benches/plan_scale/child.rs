@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
 use clap::Parser as _;
-use pipewarden::controller::metrics::OutcomeLabel;
+use pipewarden::metrics::OutcomeLabel;
 use pipewarden_tests::procfs;
 use pipewarden_tests::swf_support::{
     ControllerArgs, DEFAULT_POLICY, DEFAULT_SETTINGS, TARGET, built_policy, repo_path,

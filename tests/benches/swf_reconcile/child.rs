@@ -248,7 +248,7 @@ async fn pipewarden_side() -> Result<Measured> {
             let dropped: u64 = ["Rebuilt"]
                 .iter()
                 .map(|reason| {
-                    let label = pipewarden::controller::metrics::ReasonLabel {
+                    let label = pipewarden::metrics::ReasonLabel {
                         reason: (*reason).to_owned(),
                     };
                     metrics.scale.swf_events_dropped.get_or_create(&label).get()

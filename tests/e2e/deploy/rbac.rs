@@ -321,11 +321,9 @@ async fn the_kubeflow_overlay_reads_the_api_servers_environment_and_nothing_else
     };
     // The RoleBinding reaches the authorizer shortly after it is applied.
     let env = pipewarden_tests::wait::until("the API server env readable", WAIT, || async {
-        Ok(
-            pipewarden::controller::settings_source::fetch(&account, &at)
-                .await
-                .ok(),
-        )
+        Ok(pipewarden::cluster::settings_source::fetch(&account, &at)
+            .await
+            .ok())
     })
     .await?;
     ensure!(env.vars.get("PIPELINE_LOG_LEVEL").map(String::as_str) == Some("3"));

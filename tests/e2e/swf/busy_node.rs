@@ -10,7 +10,7 @@ use anyhow::{Context as _, Result, ensure};
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
-use pipewarden::controller::metrics::{ExportLabel, ReasonLabel};
+use pipewarden::metrics::{ExportLabel, ReasonLabel};
 use pipewarden_tests::shared;
 use pipewarden_tests::swf_support::*;
 

@@ -11,7 +11,7 @@ use anyhow::{Result, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pipewarden::controller::metrics::TargetLabels;
+use pipewarden::metrics::TargetLabels;
 use pipewarden_tests::deploy_support::{http_get, pipewarden_binary};
 use pipewarden_tests::exit_support::{Receiver, set_phase, submit, timestamp, workflows};
 use pipewarden_tests::shared;

@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt as _;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use pipewarden::controller::metrics::TargetLabels;
+use pipewarden::metrics::TargetLabels;
 use pipewarden_tests::shared;
 use pipewarden_tests::swf_support::*;
 use serde_json::{Value, json};

@@ -135,7 +135,7 @@ async fn a_namespaces_report_appears_follows_the_swfs_and_goes() -> Result<()> {
     let errors = controller
         .metrics()
         .report_writes
-        .get_or_create(&pipewarden::controller::metrics::OutcomeLabel {
+        .get_or_create(&pipewarden::metrics::OutcomeLabel {
             outcome: "error".into(),
         })
         .get();

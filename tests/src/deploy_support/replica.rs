@@ -5,8 +5,8 @@ use anyhow::Result;
 use clap::Parser as _;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
-use pipewarden::controller::metrics::OutcomeLabel;
 use pipewarden::controller::{ControllerHandle, RunArgs};
+use pipewarden::metrics::OutcomeLabel;
 
 use super::{DEFAULT_SETTINGS, TARGET, built_policy, init_logs, repo_path, wait_for};
 

@@ -5,10 +5,10 @@ use crate::ControlPlane;
 use anyhow::{Context as _, Result};
 use clap::Parser as _;
 use pipewarden::controller::exit_gate::{Handled, InjectedEvent};
-use pipewarden::controller::metrics::deliveries::SinkOutcomeLabels;
-use pipewarden::controller::metrics::{OutcomeLabel, StepLabel};
 use pipewarden::controller::{ControllerHandle, Hooks, RunArgs, start_with};
 use pipewarden::engine::EventKind;
+use pipewarden::metrics::deliveries::SinkOutcomeLabels;
+use pipewarden::metrics::{OutcomeLabel, StepLabel};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 

@@ -9,8 +9,8 @@ use anyhow::Result;
 use clap::Parser as _;
 use http::Method;
 use kube::client::{Body, ClientBuilder};
-use pipewarden::controller::metrics::OutcomeLabel;
 use pipewarden::controller::{ControllerHandle, RunArgs};
+use pipewarden::metrics::OutcomeLabel;
 
 use super::always_conflict::always_conflict;
 use super::{DEFAULT_POLICY, DEFAULT_SETTINGS, TARGET, WAIT, built_policy, repo_path};

@@ -9,14 +9,14 @@ use serde_json::Value;
 
 use super::rows::{SwfRow, WorkflowRow, swf_row, workflow_row};
 use super::summary::Summary;
+use crate::cluster::mark_key::mark_key;
+use crate::cluster::policy_handle::LoadedPolicy;
 use crate::config::{PlanArgs, Shard};
-use crate::controller::exit_gate::mark_key;
-use crate::controller::metrics::completions::CompletionState;
-use crate::controller::policy_handle::LoadedPolicy;
 use crate::exit::claim::{Claimant, MarkKey};
-use crate::exit::gate::assess_listed;
+use crate::exit::judge::assess_listed;
 use crate::exit::notification::{Rules, finished_before};
 use crate::exit::seen::SeenWorkflow;
+use crate::metrics::completions::CompletionState;
 use crate::swf::decide::RenderTarget;
 use crate::swf::object_key;
 use crate::swf::plan::plan;

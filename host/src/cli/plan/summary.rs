@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::rows::{SwfRow, WorkflowRow};
-use crate::controller::metrics::completions::CompletionState;
+use crate::metrics::completions::CompletionState;
 use crate::swf::fleet::{SwfState, Tally};
 
 #[derive(Debug, Default)]

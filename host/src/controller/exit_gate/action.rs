@@ -18,7 +18,6 @@ use super::gate::{Gate, workflows};
 use super::listed::ListedWorkflow;
 use super::sink::SinkError;
 use super::tracker::{Begin, Final};
-use crate::controller::metrics::Metrics;
 use crate::exit::claim::{Claim, FrozenBody};
 use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::{
@@ -27,6 +26,7 @@ use crate::exit::notification::{
 use crate::exit::outcome::Outcome;
 use crate::exit::retry::jittered;
 use crate::exit::seen::Seen;
+use crate::metrics::Metrics;
 
 /// Reads and writes per step within one attempt before it counts as failed: a workflow that
 /// keeps changing under us (409) is read again at once, not after a backoff.

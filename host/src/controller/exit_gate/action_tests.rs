@@ -12,20 +12,20 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::action::{Origin, submit};
+use crate::cluster::policy_handle::{LoadedPolicy, PolicyHandle};
 use crate::controller::context::Context;
 use crate::controller::exit_gate::delivery::Delivery;
 use crate::controller::exit_gate::gate::Claims;
 use crate::controller::exit_gate::gate::{Gate, Limits, Queues, Task};
 use crate::controller::exit_gate::sink::webhook::Webhook;
 use crate::controller::exit_gate::tracker::Tracker;
-use crate::controller::metrics::Metrics;
-use crate::controller::policy_handle::{LoadedPolicy, PolicyHandle};
 use crate::exit::TombstoneCache;
 use crate::exit::claim::{CLAIM_ANNOTATION, Claim, Claimant, MarkKey};
 use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::NOTIFICATION_ANNOTATION;
 use crate::exit::outcome::Outcome;
 use crate::exit::tombstone::MonotonicClock;
+use crate::metrics::Metrics;
 use crate::testing::default_policy;
 use crate::testing::fake_api::{FakeApi, status};
 
@@ -374,7 +374,7 @@ async fn a_failed_read_costs_an_attempt_and_the_next_attempt_delivers() {
     let failures = h
         .metrics
         .exit_attempt_failures
-        .get_or_create(&crate::controller::metrics::StepLabel {
+        .get_or_create(&crate::metrics::StepLabel {
             step: "read".into(),
         })
         .get();
@@ -916,7 +916,7 @@ async fn observe_mode_sweep_reports_claims_left_pending_and_writes_and_sends_not
     let observed = h
         .metrics
         .exit_notifications
-        .get_or_create(&crate::controller::metrics::OutcomeLabel {
+        .get_or_create(&crate::metrics::OutcomeLabel {
             outcome: "observed".into(),
         })
         .get();

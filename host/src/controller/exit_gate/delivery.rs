@@ -24,8 +24,8 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use super::sink::{Sink, SinkError};
-use crate::controller::metrics::Metrics;
 use crate::exit::notification::Notification;
+use crate::metrics::Metrics;
 
 struct Job {
     notification: Arc<Notification>,
@@ -372,7 +372,7 @@ mod tests {
         }
         let deliveries = &metrics.exit_deliveries;
         let by_sink = |sink: &str, outcome: &str| {
-            let labels = crate::controller::metrics::deliveries::SinkOutcomeLabels {
+            let labels = crate::metrics::deliveries::SinkOutcomeLabels {
                 sink: sink.to_owned(),
                 outcome: outcome.to_owned(),
             };
@@ -381,7 +381,7 @@ mod tests {
         assert_eq!(by_sink("webhook", "ok"), 1);
         assert_eq!(by_sink("refusing", "permanent"), 1);
         let old = |outcome: &str| {
-            let label = crate::controller::metrics::OutcomeLabel {
+            let label = crate::metrics::OutcomeLabel {
                 outcome: outcome.to_owned(),
             };
             deliveries.webhook_requests.get_or_create(&label).get()

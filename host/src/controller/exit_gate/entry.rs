@@ -12,10 +12,10 @@ use tokio::sync::oneshot;
 use super::action::{self, Origin};
 use super::gate::Gate;
 use super::observe::observe;
-use crate::controller::metrics::Metrics;
 use crate::exit::notification::Mark;
 use crate::exit::outcome::Outcome;
 use crate::exit::seen::Seen;
+use crate::metrics::Metrics;
 
 /// Hands a completion the policy let through on: to `observe` in observe mode, to the action
 /// path otherwise, unless this replica may not write or the object already shows it settled.

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, ApiResource, GroupVersionKind};
+use kube::api::Api;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 use super::Handled;
@@ -15,9 +15,10 @@ use super::delivery::{Delivery, Fence};
 use super::events::EventWriter;
 use super::listed::ListedWorkflow;
 use super::tracker::Tracker;
+use crate::cluster::resources::workflow_resource;
 use crate::controller::context::Context;
-use crate::controller::metrics::Metrics;
 use crate::engine::EventKind;
+use crate::metrics::Metrics;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::exit::TombstoneCache;
@@ -285,12 +286,6 @@ impl Gate {
             .await
             .expect("the semaphore is never closed")
     }
-}
-
-/// `workflows.argoproj.io/v1alpha1`.
-pub(crate) fn workflow_resource() -> ApiResource {
-    let gvk = GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Workflow");
-    ApiResource::from_gvk_with_plural(&gvk, "workflows")
 }
 
 /// The workflows of `namespace`, read (and answered after a write) without their node

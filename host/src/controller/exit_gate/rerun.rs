@@ -11,9 +11,9 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
 use super::gate::{Gate, workflows};
-use crate::controller::metrics::Metrics;
 use crate::exit::event::{RUN_ANNOTATION, RUN_MAX, WorkflowFacts};
 use crate::exit::seen::Seen;
+use crate::metrics::Metrics;
 
 /// The run to count for `seen`, if it is a marked workflow running again: not complete, with a
 /// mark of this workflow's current run.

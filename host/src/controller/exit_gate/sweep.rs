@@ -12,7 +12,7 @@ use super::entry::enter;
 use super::gate::Gate;
 use super::watch;
 use crate::engine::{Eligibility, EventKind, Export};
-use crate::exit::gate;
+use crate::exit::judge;
 use crate::exit::notification::{Mark, NOTIFICATION_LABEL};
 use crate::exit::outcome::Outcome;
 use crate::exit::seen::Seen;
@@ -125,7 +125,7 @@ async fn take_up(gate: &Arc<Gate>, mut seen: Seen, key: &str) {
             enter(gate, &seen, Origin::Seen, None).await;
         }
         Ok((eligibility, _)) => {
-            let (decision, reason) = gate::eligibility_parts(&eligibility);
+            let (decision, reason) = judge::eligibility_parts(&eligibility);
             tracing::info!(key, decision, reason, "sweep: a pending mark not taken up");
         }
         Err(error) => tracing::warn!(key, %error, "sweep: exit-eligibility failed"),

@@ -14,11 +14,11 @@ use super::gate::{Work, scopes};
 use super::listed::ListedWorkflow;
 use super::{Handled, InjectedEvent};
 use crate::controller::context::Context;
-use crate::controller::metrics::Metrics;
 use crate::controller::watch_health::{WatchReporter, watched};
 use crate::engine::EventKind;
 use crate::exit::event::COMPLETED_LABEL;
 use crate::exit::seen::Seen;
+use crate::metrics::Metrics;
 
 pub(super) enum Input {
     /// Boxed: a workflow's facts are large beside the other variant.

@@ -14,13 +14,13 @@ use super::entry::enter;
 use super::gate::{Gate, Work, workflows};
 use super::tracker::Final;
 use super::watch::read_or_count;
-use crate::controller::metrics::Metrics;
 use crate::engine::{Eligibility, EventKind, Export};
 use crate::exit::event::WorkflowFacts;
-use crate::exit::gate::{self, Verdict, eligibility_parts};
+use crate::exit::judge::{self, Verdict, eligibility_parts};
 use crate::exit::outcome::Outcome;
 use crate::exit::retry::jittered;
 use crate::exit::seen::Seen;
+use crate::metrics::Metrics;
 
 /// Re-reads of a requeued (or undecided) workflow before the loop waits for its next event.
 const MAX_REQUEUES: u32 = 5;
@@ -75,7 +75,7 @@ async fn on_event(
         .call(Export::ExitEligibility, move |loaded| {
             let decide =
                 |event: &_, tombstone: Option<&_>| loaded.policy.exit_eligibility(event, tombstone);
-            gate::judge_event(decide, &tombstones, kind, &seen.facts, &event)
+            judge::judge_event(decide, &tombstones, kind, &seen.facts, &event)
                 .map(|verdict| (verdict, seen))
         })
         .await;

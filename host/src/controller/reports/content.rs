@@ -6,8 +6,8 @@
 
 use serde_json::{Value, json};
 
-use crate::controller::metrics::completions::ObservedCompletion;
-use crate::controller::metrics::fleet::SwfFact;
+use crate::metrics::completions::ObservedCompletion;
+use crate::metrics::fleet::SwfFact;
 use crate::swf::fleet::{SwfState, Tally};
 
 pub const GROUP: &str = "openreports.io";

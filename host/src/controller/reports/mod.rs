@@ -13,10 +13,10 @@ use std::hash::{Hash as _, Hasher as _};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams};
 use kube::api::{Patch, PatchParams, ValidationDirective};
 
-use super::api_error::describe;
 use super::context::Context;
-use super::metrics::Metrics;
+use crate::cluster::api_error::describe;
 use crate::config::{ReportArgs, ReportsMode};
+use crate::metrics::Metrics;
 
 /// Every this many intervals, every namespace is looked at again, not only the changed ones.
 const FULL_EVERY: u64 = 10;

@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType};
 use tokio::sync::mpsc;
 
-use crate::controller::api_error::describe;
+use crate::cluster::api_error::describe;
 use crate::controller::context::Context;
-use crate::controller::metrics::ReasonLabel;
+use crate::metrics::ReasonLabel;
 
 /// Events waiting to be created.
 pub const QUEUE_CAPACITY: usize = 256;

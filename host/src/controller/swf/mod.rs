@@ -11,7 +11,6 @@ pub mod packed;
 mod reconcile;
 mod report;
 pub mod standing;
-pub mod target;
 mod write_budget;
 
 pub use reconcile::MAX_WRITE_ATTEMPTS;
@@ -20,20 +19,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt as _, TryStreamExt as _};
-use kube::api::{Api, ApiResource, GroupVersionKind};
+use kube::api::{Api, ApiResource};
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 use tokio::sync::watch;
 
 use super::context::Context;
-use super::policy_handle::PolicyHandle;
 use super::watch_health::{WatchReporter, watched};
+use crate::cluster::kfp_target::HealthPoller;
+use crate::cluster::policy_handle::PolicyHandle;
+use crate::cluster::resources::swf_resource;
 use crate::config::Shard;
 use crate::config::{CompileAs, SwfArgs};
 use crate::engine::RebuildPolicy;
 use crate::swf::healthz::Health;
 use crate::swf::serving::Serving;
-use target::HealthPoller;
 
 /// Readiness part: ready once every SWF has been listed.
 const READINESS: &str = "swf";
@@ -41,12 +41,6 @@ const READINESS: &str = "swf";
 const WRITE_BUDGET_WINDOW: Duration = Duration::from_secs(3600);
 /// How often to look whether a reload put another policy in force.
 const POLICY_CHECK: Duration = Duration::from_secs(5);
-
-/// `scheduledworkflows.kubeflow.org/v1beta1`.
-pub fn swf_resource() -> ApiResource {
-    let gvk = GroupVersionKind::gvk("kubeflow.org", "v1beta1", "ScheduledWorkflow");
-    ApiResource::from_gvk_with_plural(&gvk, "scheduledworkflows")
-}
 
 /// What every reconcile of the loop shares.
 pub(crate) struct SwfLoop {
@@ -269,7 +263,7 @@ async fn run(
 /// Keeps `pipewarden_swfs` to the SWFs that exist: a deletion forgets one, and a list (after a
 /// failed watch) forgets those deleted meanwhile, once the store holds the new list.
 fn follow_fleet(
-    metrics: &crate::controller::metrics::Metrics,
+    metrics: &crate::metrics::Metrics,
     scope: Option<&str>,
     store: &reflector::Store<packed::PackedSwf>,
     event: &watcher::Event<packed::PackedSwf>,

@@ -7,8 +7,8 @@ use kube::runtime::events::{Event, EventType};
 use kube::{ResourceExt as _, api::ObjectMeta};
 
 use super::SwfLoop;
-use crate::controller::api_error::describe;
-use crate::controller::metrics::{Metrics, PolicyErrorLabels, ReasonLabel, TargetLabels};
+use crate::cluster::api_error::describe;
+use crate::metrics::{Metrics, PolicyErrorLabels, ReasonLabel, TargetLabels};
 use crate::swf::fleet::SwfState;
 use crate::swf::outcome::{Severity, SwfOutcome};
 use crate::swf::serving::Serving;

@@ -12,10 +12,10 @@ use kube::runtime::events::{Event, EventType};
 use tokio::sync::watch;
 
 use super::changes;
+use crate::cluster::policy_handle::PolicyHandle;
 use crate::controller::context::Context;
-use crate::controller::metrics::TargetLabels;
-use crate::controller::policy_handle::PolicyHandle;
 use crate::engine::{Export, RebuildPolicy};
+use crate::metrics::TargetLabels;
 use crate::swf::serving::{
     InstallFacts, LoopFacts, Probe, Serving, SettingsHealth, probe_input, read_probe, serving,
 };
@@ -165,7 +165,7 @@ impl Reporter {
         };
         if let Err(error) = self.ctx.recorder.publish(&event, &pod).await {
             tracing::warn!(
-                error = crate::controller::api_error::describe(&error, &self.ctx.api_server),
+                error = crate::cluster::api_error::describe(&error, &self.ctx.api_server),
                 "cannot publish an Event on the controller's pod"
             );
         }

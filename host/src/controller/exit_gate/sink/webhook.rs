@@ -108,7 +108,7 @@ impl Webhook {
             (Some("https"), ca_file) => {
                 let connector = HttpsConnectorBuilder::new();
                 let connector = match ca_file {
-                    Some(path) => connector.with_tls_config(crate::controller::tls::trusting(
+                    Some(path) => connector.with_tls_config(crate::cluster::tls::trusting(
                         path,
                         "--exit-webhook-ca-file",
                     )?),

@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::reconcile;
+use crate::cluster::policy_handle::{LoadedPolicy, PolicyHandle};
 use crate::controller::context::Context;
-use crate::controller::metrics::{Metrics, OutcomeLabel};
-use crate::controller::policy_handle::{LoadedPolicy, PolicyHandle};
 use crate::controller::swf::SwfLoop;
 use crate::controller::swf::packed::{PackedSwf, WatchedSwf};
 use crate::engine::RebuildPolicy;
+use crate::metrics::{Metrics, OutcomeLabel};
 use crate::swf::serving::{Hold, Serving};
 use crate::testing::fake_api::{FakeApi, status};
 use crate::testing::{data, default_policy, default_settings};

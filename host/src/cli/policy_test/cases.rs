@@ -12,7 +12,7 @@ use crate::engine::Decisions;
 use crate::engine::{PolicyError, RebuildDecision, RebuildInput, RenderContext};
 use crate::exit::TombstoneCache;
 use crate::exit::event::parse_event_kind;
-use crate::exit::gate::{self, eligibility_parts};
+use crate::exit::judge::{self, eligibility_parts};
 use crate::exit::tombstone::{ManualClock, Phase, Sighting};
 use crate::swf::{parse_rebuild_policy, read_stamps};
 
@@ -269,7 +269,7 @@ impl<P: Decisions> CaseRun<'_, P> {
             let kind = parse_event_kind(&event.kind).expect("checked");
             let decide =
                 |event: &_, tombstone: Option<&_>| self.policy.exit_eligibility(event, tombstone);
-            let assessment = match gate::assess_with(decide, &tombstones, kind, &workflow) {
+            let assessment = match judge::assess_with(decide, &tombstones, kind, &workflow) {
                 Ok(assessment) => assessment,
                 Err(error) => {
                     got.push(format!("error ({})", error.kind()));

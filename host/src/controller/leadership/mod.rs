@@ -3,6 +3,8 @@
 //! `may_write` at once, before any standby can take over: every round is bounded by that
 //! deadline, so an API server that stops answering cannot keep a stale leader writing.
 
+pub mod rules;
+
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -12,12 +14,10 @@ use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use tokio::sync::watch;
 
-use super::api_error::describe_any;
-use super::metrics::Metrics;
+use crate::cluster::api_error::describe_any;
 use crate::config::LeaderArgs;
-use crate::lease::{
-    LeaseView, Observed, Step, next_step, renew_deadline, retry_period, round_timeout,
-};
+use crate::metrics::Metrics;
+use rules::{LeaseView, Observed, Step, next_step, renew_deadline, retry_period, round_timeout};
 
 pub struct Elector {
     api: Api<Lease>,

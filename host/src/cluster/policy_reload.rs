@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::api_server_install::InstallRead;
-use super::load_policy;
-use super::metrics::Metrics;
 use super::policy_handle::PolicyHandle;
+use super::policy_load::load_policy;
 use super::settings_source::{SettingsPin, SettingsPinMismatch, SettingsSource};
 use crate::config::PolicyArgs;
+use crate::metrics::Metrics;
 use crate::swf::serving::{InstallFacts, SettingsHealth};
 
 /// How often the API server's install is read when policy files are not reloaded.

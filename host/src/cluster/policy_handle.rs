@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 
-use super::metrics::{ExportLabel, Metrics};
 use crate::engine::{Export, Policy, PolicyError};
+use crate::metrics::{ExportLabel, Metrics};
 
 /// A policy that passed `validate-settings` with these settings.
 pub struct LoadedPolicy {

@@ -69,7 +69,7 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::test::Outcome;
+    use crate::cli::policy_test::Outcome;
 
     fn row(file: &str, name: &str, pass: bool) -> Row {
         Row {

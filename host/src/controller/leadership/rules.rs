@@ -1,5 +1,5 @@
 //! Leader-election rules over a Kubernetes Lease, as pure functions (the loop that reads and
-//! writes the Lease is `controller::leader`). Timings follow client-go: a leader that cannot
+//! writes the Lease is the parent module). Timings follow client-go: a leader that cannot
 //! renew within the renew deadline (2/3 of the lease duration) stops writing, well before a
 //! standby may take the lease over (after the full duration). Another holder's lease expires
 //! as client-go judges it: once this replica has seen its record unchanged for the lease

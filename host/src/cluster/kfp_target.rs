@@ -48,10 +48,8 @@ impl HealthPoller {
             (Some("https"), ca_file) => {
                 let connector = HttpsConnectorBuilder::new();
                 let connector = match ca_file {
-                    Some(path) => connector.with_tls_config(crate::controller::tls::trusting(
-                        path,
-                        "--kfp-api-ca-file",
-                    )?),
+                    Some(path) => connector
+                        .with_tls_config(crate::cluster::tls::trusting(path, "--kfp-api-ca-file")?),
                     None => connector
                         .with_native_roots()
                         .context("--kfp-api-url: no system trust roots; give --kfp-api-ca-file")?,
