@@ -53,6 +53,15 @@ fn variants() -> Vec<(&'static str, Vec<String>)> {
             vec!["exitMarkKey.secretName=pipewarden-mark-key".to_owned()],
         ),
         ("mesh", mesh.map(str::to_owned).to_vec()),
+        ("nats", nats_values()),
+    ]
+}
+
+/// Exit notifications to NATS JetStream, as the exit-nats component sets them.
+fn nats_values() -> Vec<String> {
+    vec![
+        "exitNats.url=nats://nats.nats.svc.cluster.local:4222".to_owned(),
+        "exitNats.credsSecret.name=pipewarden-exit-nats".to_owned(),
     ]
 }
 
@@ -86,6 +95,14 @@ fn helm_lint_passes_on_each_variant_and_a_chart_without_a_policy_says_what_to_ru
         Err(error) => format!("{error:#}"),
     };
     ensure!(error.contains("enfore"), "{error}");
+    // One sink at a time, as the controller's flags insist.
+    let mut both = nats_values();
+    both.push("exitWebhook.url=https://hooks.example.com/pipewarden".to_owned());
+    let error = match chart.template(&sets(&both)) {
+        Ok(_) => anyhow::bail!("a webhook and NATS were both accepted"),
+        Err(error) => format!("{error:#}"),
+    };
+    ensure!(error.contains("choose one"), "{error}");
     let bare = Chart::with_policy(None)?;
     let error = match bare.template(&[]) {
         Ok(objects) => anyhow::bail!("rendered {} objects without a policy", objects.len()),
@@ -109,7 +126,7 @@ fn the_chart_renders_the_objects_kustomize_renders() -> Result<()> {
         println!("  - {step}");
     }
     let webhook = "https://webhook.example.com/hooks";
-    let cases: [(&str, Vec<String>, &str); 4] = [
+    let cases: [(&str, Vec<String>, &str); 5] = [
         ("defaults", vec![], ""),
         (
             "the mark key",
@@ -117,6 +134,7 @@ fn the_chart_renders_the_objects_kustomize_renders() -> Result<()> {
             "mark-key",
         ),
         ("enforce=true", vec!["enforce=true".into()], "enforce"),
+        ("exit to NATS", nats_values(), "exit-nats"),
         (
             "monitoring and istio",
             vec![
@@ -267,6 +285,14 @@ async fn each_chart_variant_passes_a_server_side_dry_run_apply() -> Result<()> {
                 ] {
                     ensure!(env_value(deployments[0], var).is_some(), "no {var}");
                 }
+            }
+            "nats" => {
+                let creds = env_value(deployments[0], "PIPEWARDEN_EXIT_NATS_CREDS_FILE");
+                ensure!(
+                    creds.as_deref() == Some("/etc/pipewarden/nats-creds/nats.creds"),
+                    "{creds:?}"
+                );
+                ensure!(env_value(deployments[0], "PIPEWARDEN_EXIT_WEBHOOK_URL").is_none());
             }
             _ => {}
         }
