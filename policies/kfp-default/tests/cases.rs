@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use kfp_default::KfpDefault;
-use pipewarden::cli::test::{self, TestOutput};
+use pipewarden::cli::policy_test::{self as test, TestOutput};
 use pipewarden::engine::Native;
 
 #[test]
