@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use pipewarden::engine::{Eligibility, EventKind, Policy, PolicyOptions};
 use pipewarden::exit::TombstoneCache;
 use pipewarden::exit::event::WorkflowFacts;
-use pipewarden::exit::judge::assess_with;
+use pipewarden::exit::judge::assess;
 use pipewarden::exit::tombstone::{ManualClock, Phase, Sighting};
 use serde_json::{Value, json};
 
@@ -190,8 +190,9 @@ fn run(
         Option<&pipewarden::engine::Tombstone>,
     ) -> Result<Eligibility, pipewarden::engine::PolicyError>,
 ) {
+    let policy = exit_support::ExitOnly::new(|e: &_, t: Option<&_>| decide(e, t));
     for (kind, workflow) in events {
-        match assess_with(&mut decide, cache, *kind, workflow) {
+        match assess(&policy, cache, *kind, workflow) {
             Ok(assessment) => {
                 std::hint::black_box(assessment.act);
             }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use common::{built_policy, cached_options, read, swf_fixture};
 use pipewarden::engine::{
-    Eligibility, EventKind, Export, LoadError, Policy, PolicyError, PolicyOptions, RebuildInput,
-    RebuildPolicy, RenderContext, RetryObserver, Stamps, WorkflowEvent,
+    Eligibility, EventKind, Export, LoadError, Policy, PolicyError, PolicyErrorKind, PolicyOptions,
+    RebuildInput, RebuildPolicy, RenderContext, RetryObserver, Stamps, WorkflowEvent,
 };
 use serde_json::json;
 
@@ -62,7 +62,7 @@ fn an_infinite_loop_times_out_at_the_deadline() {
         matches!(error, PolicyError::Timeout { limit, .. } if limit == Duration::from_millis(50)),
         "{error:?}"
     );
-    assert_eq!(error.kind(), "timeout");
+    assert_eq!(error.kind(), PolicyErrorKind::Timeout);
     // A hang guard, not a speed target: a broken deadline would never return at all.
     assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
     good_policy_still_works();
@@ -95,7 +95,7 @@ fn an_allocation_bomb_hits_the_memory_cap() {
         matches!(error, PolicyError::OutOfMemory { limit, .. } if limit == 16 << 20),
         "{error:?}"
     );
-    assert_eq!(error.kind(), "out_of_memory");
+    assert_eq!(error.kind(), PolicyErrorKind::OutOfMemory);
     good_policy_still_works();
 }
 
@@ -107,7 +107,7 @@ fn a_panic_is_a_trap_carrying_the_panic_message() {
         panic!("expected a trap, got {error:?}");
     };
     assert!(message.contains(PANIC_MESSAGE), "{message}");
-    assert_eq!(error.kind(), "trap");
+    assert_eq!(error.kind(), PolicyErrorKind::Trap);
     good_policy_still_works();
 }
 
@@ -175,7 +175,7 @@ fn a_render_that_is_not_json_or_renames_the_object_is_bad_output() {
     let policy = hostile(cached_options());
     let error = render_with(&policy, json!({"mode": "bad-json"})).unwrap_err();
     assert!(matches!(error, PolicyError::BadOutput { .. }), "{error:?}");
-    assert_eq!(error.kind(), "bad_output");
+    assert_eq!(error.kind(), PolicyErrorKind::BadOutput);
 }
 
 #[test]
@@ -186,7 +186,7 @@ fn a_guest_error_is_its_own_variant() {
         matches!(&error, PolicyError::Guest { message, .. } if message.contains("on purpose")),
         "{error:?}"
     );
-    assert_eq!(error.kind(), "guest_error");
+    assert_eq!(error.kind(), PolicyErrorKind::Guest);
     let error = policy
         .validate_settings(r#"{"validate": "error"}"#)
         .unwrap_err();

@@ -11,11 +11,21 @@ use pipewarden::exit::claim::{CLAIM_ANNOTATION, Claim, Claimant, MarkKey};
 use pipewarden::exit::event::WorkflowFacts;
 use pipewarden::exit::notification::{
     Mark, NOTIFICATION_ANNOTATION, NOTIFICATION_LABEL, Plan, Rules, event_name, finished_before,
-    header_value, notification, payload, plan,
+    header_value, notification, payload, plan_facts,
 };
 use pipewarden::exit::outcome::Outcome;
 use pipewarden::exit::retry::{backoff, retryable_status};
 use serde_json::{Value, json};
+
+/// The plan for `seen` given `live` as the API server returned it, read as the action path
+/// reads it.
+fn plan(seen: &WorkflowFacts, live: &Value, rules: &Rules) -> Plan {
+    let Some(current) = WorkflowFacts::read(live) else {
+        return Plan::Unconfirmed("the live workflow has no name or uid".into());
+    };
+    let (mark, claim) = (Mark::read(live), Claim::read(live));
+    plan_facts(seen, &current, mark.as_ref(), claim.as_ref(), rules)
+}
 
 const HOUR: Duration = Duration::from_secs(3600);
 

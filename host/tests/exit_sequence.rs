@@ -10,12 +10,12 @@ use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use exit_support::{FINISHED, U1, U2, completed, native, workflow};
+use exit_support::{ExitOnly, FINISHED, U1, U2, completed, native, workflow};
 use pipewarden::engine::{
     Eligibility, EventKind, Policy, PolicyError, PolicyOptions, Tombstone, WorkflowEvent,
 };
 use pipewarden::exit::TombstoneCache;
-use pipewarden::exit::judge::{assess_with, eligibility_parts};
+use pipewarden::exit::judge::{assess, eligibility_parts};
 use pipewarden::exit::tombstone::{ManualClock, ResourceVersion};
 use serde_json::Value;
 
@@ -85,10 +85,11 @@ impl<'a> Gate<'a> {
     fn run(&mut self, steps: &[Step]) {
         for (what, kind, object, decision, tombstone) in steps {
             let context = format!("{}: {what}", self.label);
-            let assessment =
-                assess_with(|e, t| (self.decide)(e, t), &self.tombstones, *kind, object)
-                    .unwrap_or_else(|e| panic!("{context}: {e}"));
+            let policy = ExitOnly::new(|e: &_, t: Option<&_>| (self.decide)(e, t));
+            let assessment = assess(&policy, &self.tombstones, *kind, object)
+                .unwrap_or_else(|e| panic!("{context}: {e}"));
             let (label, _) = eligibility_parts(&assessment.eligibility);
+            let label = label.label();
             let seen = if assessment.act { "act" } else { label };
             assert_eq!(seen, *decision, "{context}");
             if assessment.act {

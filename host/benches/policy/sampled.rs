@@ -21,7 +21,7 @@ impl Sampled {
         let result = call();
         self.times.push(started.elapsed());
         if let Err(error) = result {
-            *self.failed.entry(error.kind()).or_default() += 1;
+            *self.failed.entry(error.kind().label()).or_default() += 1;
         }
     }
 

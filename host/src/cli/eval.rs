@@ -246,6 +246,7 @@ fn eval_events(
                     })
                     .unwrap_or_else(|| "-".into());
                 let (decision, reason) = eligibility_parts(&assessment.eligibility);
+                let decision = decision.label();
                 let action = if !assessment.act {
                     "-"
                 } else if notified.insert(facts.completion_key()) {

@@ -60,13 +60,14 @@ impl PolicyHandle {
                 })
             });
         self.metrics
-            .policy_call_seconds
+            .policy
+            .call_seconds
             .get_or_create(&ExportLabel {
                 export: export.name().to_string(),
             })
             .observe(started.elapsed().as_secs_f64());
         if let Err(error) = &result {
-            self.metrics.policy_error(error);
+            self.metrics.policy.error(error);
         }
         result
     }

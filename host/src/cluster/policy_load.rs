@@ -34,7 +34,7 @@ pub fn load_policy_keeping_refused(
         args.check_floors()?;
         let settings = settings.text.clone();
         let policy = args
-            .load_observed(Some(metrics.retry_observer()))?
+            .load_observed(Some(metrics.policy.retry_observer()))?
             .with_settings(&settings);
         let refused = given
             .then(|| policy.validate_settings(&settings).err())
@@ -57,7 +57,7 @@ pub fn load_policy_keeping_refused(
     };
     let result = attempt();
     Metrics::count(
-        &metrics.policy_loads,
+        &metrics.policy.loads,
         match &result {
             Ok((_, None)) => "loaded",
             Ok((_, Some(_))) => "settings-refused",

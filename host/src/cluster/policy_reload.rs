@@ -143,7 +143,7 @@ pub async fn watch(
             // Changed settings their pin does not allow: refused, and said so.
             Err(error) if error.downcast_ref::<SettingsPinMismatch>().is_some() => {
                 if schedule.refuse_settings(&error) {
-                    Metrics::count(&metrics.policy_loads, "refused");
+                    Metrics::count(&metrics.policy.loads, "refused");
                     tracing::error!(
                         error = format!("{error:#}"),
                         "new settings refused; the previous ones keep serving"

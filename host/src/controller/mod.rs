@@ -63,7 +63,7 @@ impl ControllerHandle {
     async fn halt(&mut self) {
         self.tasks.shutdown().await;
         self.writer.send_replace(false);
-        self.ctx.metrics.leader.set(0);
+        self.ctx.metrics.info.leader.set(0);
     }
 
     /// Wait until a task fails (they run forever otherwise).
@@ -143,7 +143,7 @@ pub async fn start_with(
     let elect = args.leader.leader_elect;
     // Without election this replica writes; with it, only once it holds the lease.
     let (writer, may_write) = watch::channel(!elect);
-    metrics.leader.set(i64::from(!elect));
+    metrics.info.leader.set(i64::from(!elect));
     let ctx = Context::new(
         client.clone(),
         PolicyHandle::new(loaded, metrics.clone()),

@@ -39,8 +39,8 @@ impl WatchReporter {
         let label = WatchLabel {
             watch: watch.clone(),
         };
-        drop(ctx.metrics.watch_errors.get_or_create(&label));
-        ctx.metrics.watch_failing.get_or_create(&label).set(0);
+        drop(ctx.metrics.watch.errors.get_or_create(&label));
+        ctx.metrics.watch.failing.get_or_create(&label).set(0);
         WatchReporter {
             watch: watch.into(),
             readiness: ctx.readiness.clone(),
@@ -59,10 +59,11 @@ impl WatchReporter {
         let now = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
-        let gauge = self.metrics.watch_last_success.get_or_create(&self.label());
+        let gauge = self.metrics.watch.last_success.get_or_create(&self.label());
         gauge.set(now.as_secs() as i64);
         self.metrics
-            .watch_failing
+            .watch
+            .failing
             .get_or_create(&self.label())
             .set(0);
         if let Some(failed_for) = self.readiness.watch_ok(&self.watch) {
@@ -73,9 +74,10 @@ impl WatchReporter {
     fn failed(&self, error: &watcher::Error, retry_in: Duration) {
         let error = describe_watch(error, &self.api_server);
         tracing::warn!(watch = %self.watch, %error, ?retry_in, "watch failed; listing again after a pause");
-        self.metrics.watch_errors.get_or_create(&self.label()).inc();
+        self.metrics.watch.errors.get_or_create(&self.label()).inc();
         self.metrics
-            .watch_failing
+            .watch
+            .failing
             .get_or_create(&self.label())
             .set(1);
         self.readiness.watch_failed(&self.watch, error);

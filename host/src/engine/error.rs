@@ -89,28 +89,64 @@ pub enum PolicyError {
     Instantiate { export: Export, message: String },
 }
 
-impl PolicyError {
-    /// Every [`kind`](Self::kind), for metrics that start at zero.
-    pub const KINDS: [&'static str; 7] = [
-        "timeout",
-        "out_of_memory",
-        "trap",
-        "guest_error",
-        "bad_output",
-        "input_too_large",
-        "instantiate",
+/// What kind of failure a [`PolicyError`] is: the `kind` label of `pipewarden_policy_errors`.
+#[derive(Clone, Copy, Debug, Default, Hash, PartialEq, Eq)]
+pub enum PolicyErrorKind {
+    #[default]
+    Timeout,
+    OutOfMemory,
+    Trap,
+    Guest,
+    BadOutput,
+    InputTooLarge,
+    Instantiate,
+}
+
+impl PolicyErrorKind {
+    /// Every kind, for metrics that start at zero.
+    pub const ALL: [PolicyErrorKind; 7] = [
+        PolicyErrorKind::Timeout,
+        PolicyErrorKind::OutOfMemory,
+        PolicyErrorKind::Trap,
+        PolicyErrorKind::Guest,
+        PolicyErrorKind::BadOutput,
+        PolicyErrorKind::InputTooLarge,
+        PolicyErrorKind::Instantiate,
     ];
 
     /// A stable label for metrics and logs.
-    pub fn kind(&self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
-            PolicyError::Timeout { .. } => "timeout",
-            PolicyError::OutOfMemory { .. } => "out_of_memory",
-            PolicyError::Trap { .. } => "trap",
-            PolicyError::Guest { .. } => "guest_error",
-            PolicyError::BadOutput { .. } => "bad_output",
-            PolicyError::InputTooLarge { .. } => "input_too_large",
-            PolicyError::Instantiate { .. } => "instantiate",
+            PolicyErrorKind::Timeout => "timeout",
+            PolicyErrorKind::OutOfMemory => "out_of_memory",
+            PolicyErrorKind::Trap => "trap",
+            PolicyErrorKind::Guest => "guest_error",
+            PolicyErrorKind::BadOutput => "bad_output",
+            PolicyErrorKind::InputTooLarge => "input_too_large",
+            PolicyErrorKind::Instantiate => "instantiate",
+        }
+    }
+
+    /// Says more about the moment (a busy node) than about the input: worth trying again
+    /// soon. Other kinds repeat on the same input.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            PolicyErrorKind::Timeout | PolicyErrorKind::Instantiate
+        )
+    }
+}
+
+impl PolicyError {
+    pub fn kind(&self) -> PolicyErrorKind {
+        match self {
+            PolicyError::Timeout { .. } => PolicyErrorKind::Timeout,
+            PolicyError::OutOfMemory { .. } => PolicyErrorKind::OutOfMemory,
+            PolicyError::Trap { .. } => PolicyErrorKind::Trap,
+            PolicyError::Guest { .. } => PolicyErrorKind::Guest,
+            PolicyError::BadOutput { .. } => PolicyErrorKind::BadOutput,
+            PolicyError::InputTooLarge { .. } => PolicyErrorKind::InputTooLarge,
+            PolicyError::Instantiate { .. } => PolicyErrorKind::Instantiate,
         }
     }
 

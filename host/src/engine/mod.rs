@@ -33,7 +33,7 @@ pub use bindings::{
 };
 pub use budget::{BUDGET_KEY, Budget, BudgetPreset, BudgetSettings};
 pub use decisions::{Decisions, SwfCalls};
-pub use error::{Export, LoadError, PolicyError};
+pub use error::{Export, LoadError, PolicyError, PolicyErrorKind};
 pub use instance::PolicyInstance;
 pub use native::Native;
 pub use options::PolicyOptions;

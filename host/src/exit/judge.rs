@@ -5,9 +5,10 @@
 use serde_json::Value;
 
 use super::TombstoneCache;
+use super::decision::ExitDecision;
 use super::event::WorkflowFacts;
 use super::tombstone::{Entry, to_policy_tombstone};
-use crate::engine::{Eligibility, EventKind, Policy, PolicyError, Tombstone, WorkflowEvent};
+use crate::engine::{Decisions, Eligibility, EventKind, PolicyError, WorkflowEvent};
 
 #[derive(Debug)]
 pub struct Assessment {
@@ -33,35 +34,19 @@ impl GateError {
     pub fn kind(&self) -> &'static str {
         match self {
             GateError::Malformed => "malformed",
-            GateError::Policy(e) => e.kind(),
+            GateError::Policy(e) => e.kind().label(),
         }
     }
 }
 
 pub fn assess(
-    policy: &Policy,
-    tombstones: &TombstoneCache,
-    kind: EventKind,
-    workflow: &Value,
-) -> Result<Assessment, GateError> {
-    assess_with(
-        |event, tombstone| policy.exit_eligibility(event, tombstone),
-        tombstones,
-        kind,
-        workflow,
-    )
-}
-
-/// [`assess`] with the decision supplied by the caller: a kept instance (benchmarks) or the
-/// policy's logic compiled natively (tests comparing it with the component).
-pub fn assess_with(
-    decide: impl FnOnce(&WorkflowEvent, Option<&Tombstone>) -> Result<Eligibility, PolicyError>,
+    policy: &impl Decisions,
     tombstones: &TombstoneCache,
     kind: EventKind,
     workflow: &Value,
 ) -> Result<Assessment, GateError> {
     let facts = WorkflowFacts::read(workflow).ok_or(GateError::Malformed)?;
-    let verdict = judge(decide, tombstones, kind, &facts, workflow)?;
+    let verdict = judge(policy, tombstones, kind, &facts, workflow)?;
     Ok(Assessment {
         facts,
         tombstone: verdict.tombstone,
@@ -83,14 +68,14 @@ pub struct Verdict {
 /// The decision on a workflow whose facts were read where it entered: the tombstone shown to
 /// the policy, then raised by what the policy let through.
 pub fn judge(
-    decide: impl FnOnce(&WorkflowEvent, Option<&Tombstone>) -> Result<Eligibility, PolicyError>,
+    policy: &impl Decisions,
     tombstones: &TombstoneCache,
     kind: EventKind,
     facts: &WorkflowFacts,
     workflow: &Value,
 ) -> Result<Verdict, PolicyError> {
     judge_event(
-        decide,
+        policy,
         tombstones,
         kind,
         facts,
@@ -101,7 +86,7 @@ pub fn judge(
 /// [`judge`] on the event already built for the policy (what the controller keeps of a
 /// workflow is the event, not the object).
 pub fn judge_event(
-    decide: impl FnOnce(&WorkflowEvent, Option<&Tombstone>) -> Result<Eligibility, PolicyError>,
+    policy: &impl Decisions,
     tombstones: &TombstoneCache,
     kind: EventKind,
     facts: &WorkflowFacts,
@@ -112,7 +97,7 @@ pub fn judge_event(
     let shown = tombstone
         .as_ref()
         .map(|entry| to_policy_tombstone(entry, now));
-    let eligibility = decide(event, shown.as_ref())?;
+    let eligibility = policy.exit_eligibility(event, shown.as_ref())?;
     // A rejected or requeued copy is older than what we know: it must not move the tombstone.
     if matches!(eligibility, Eligibility::Process | Eligibility::Skip(_)) {
         tombstones.observe(&facts.uid, &facts.sighting(kind));
@@ -129,19 +114,14 @@ pub fn judge_event(
 /// tombstones: neither consulted (one at the same resourceVersion would reject it) nor raised.
 /// For a replica catching up on completions it saw while it could not act.
 pub fn assess_listed(
-    policy: &Policy,
+    policy: &impl Decisions,
     facts: &WorkflowFacts,
     workflow: &Value,
 ) -> Result<Eligibility, PolicyError> {
     policy.exit_eligibility(&facts.event(EventKind::Relisted, workflow), None)
 }
 
-/// Label and reason of an eligibility, for tables, logs and metrics.
-pub fn eligibility_parts(eligibility: &Eligibility) -> (&'static str, &str) {
-    match eligibility {
-        Eligibility::Process => ("process", ""),
-        Eligibility::Skip(reason) => ("skip", reason),
-        Eligibility::RejectStale(reason) => ("reject-stale", reason),
-        Eligibility::Requeue(reason) => ("requeue", reason),
-    }
+/// Decision and reason of an eligibility, for tables, logs and metrics.
+pub fn eligibility_parts(eligibility: &Eligibility) -> (ExitDecision, &str) {
+    ExitDecision::of(eligibility)
 }

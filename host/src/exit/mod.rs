@@ -4,6 +4,7 @@
 pub mod bounded;
 mod cache;
 pub mod claim;
+pub mod decision;
 pub mod event;
 pub mod judge;
 pub mod notification;

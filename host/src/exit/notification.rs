@@ -177,17 +177,8 @@ pub struct Rules<'a> {
     pub catch_up: Duration,
 }
 
-/// Decides what to do about the completion `seen` (from an event) given `live`, the workflow
-/// as the API server returned it just now.
-pub fn plan(seen: &WorkflowFacts, live: &Value, rules: &Rules) -> Plan {
-    let Some(current) = WorkflowFacts::read(live) else {
-        return Plan::Unconfirmed("the live workflow has no name or uid".into());
-    };
-    let (mark, claim) = (Mark::read(live), Claim::read(live));
-    plan_facts(seen, &current, mark.as_ref(), claim.as_ref(), rules)
-}
-
-/// [`plan`] on what was read from the live object: its facts and its mark. For a deleted
+/// Decides what to do about the completion `seen` (from an event) given what was read from the
+/// live object: its facts and its mark. For a deleted
 /// workflow, the final object its DELETE event carried stands for the live one. Another
 /// holder's claim is judged by the time it names ([`Claim::holds_at`]): for a one-shot report.
 pub fn plan_facts(

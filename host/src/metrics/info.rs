@@ -5,22 +5,23 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+use super::labels::TargetLabels;
+
+#[derive(Clone, Debug, Default, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct BuildLabels {
     pub version: String,
     pub wit_world: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Default, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PolicyLabels {
     pub digest: String,
     pub world: String,
 }
 
 /// What the controller may do: `rebuild_policy` disable and `exit_mode` observe write nothing.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Default, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ModeLabels {
     pub rebuild_policy: String,
     pub exit_mode: String,
@@ -28,50 +29,39 @@ pub struct ModeLabels {
     pub mode: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Default, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ShardLabels {
     pub shard: String,
     pub shards: String,
 }
 
-#[derive(Default)]
-pub struct InfoMetrics {
-    pub policy: Family<PolicyLabels, Gauge>,
-    pub mode: Family<ModeLabels, Gauge>,
-    pub shard: Family<ShardLabels, Gauge>,
+metric_group! {
+    pub struct InfoMetrics {
+        /// This binary: its version and the WIT world it serves.
+        pub build: Family<BuildLabels, Gauge> = "build_info",
+        /// The policy in force: its digest and the world it implements.
+        pub policy: Family<PolicyLabels, Gauge> = "policy_info",
+        /// What this replica may do: rebuild policy, exit mode, report-only or enforce.
+        pub mode: Family<ModeLabels, Gauge> = "mode_info",
+        /// The shard this replica serves (0 of 1 when unsharded).
+        pub shard: Family<ShardLabels, Gauge> = "shard_info",
+        /// 1 while this replica holds the leader lease (or runs without election), so may
+        /// write.
+        pub leader: Gauge = "leader",
+        /// 1 for the KFP version SWFs are rendered for, labelled with whether and how the
+        /// policy serves it, who writes SWFs and why the SWF loop writes nothing.
+        pub target: Family<TargetLabels, Gauge> = "target_info",
+    }
 }
 
 impl InfoMetrics {
-    pub fn register(registry: &mut Registry) -> Self {
-        let info = InfoMetrics::default();
-        let build = Family::<BuildLabels, Gauge>::default();
-        build
+    pub(super) fn show_build(&self) {
+        self.build
             .get_or_create(&BuildLabels {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 wit_world: crate::engine::WORLD.to_owned(),
             })
             .set(1);
-        registry.register(
-            "build_info",
-            "This binary: version and the WIT world it serves",
-            build,
-        );
-        registry.register(
-            "policy_info",
-            "The policy in force: its digest and the world it implements",
-            info.policy.clone(),
-        );
-        registry.register(
-            "mode_info",
-            "What this replica may do: rebuild policy, exit mode, report-only or enforce",
-            info.mode.clone(),
-        );
-        registry.register(
-            "shard_info",
-            "The shard this replica serves (0 of 1 when unsharded)",
-            info.shard.clone(),
-        );
-        info
     }
 
     pub fn set_policy(&self, digest: &str, world: &str) {

@@ -149,7 +149,7 @@ mod tests {
         let failed = SwfOutcome::Failed {
             error: "e".into(),
             export: Export::RenderSwf,
-            kind: "trap",
+            kind: crate::engine::PolicyErrorKind::Trap,
         };
         assert_eq!(SwfState::after(&failed), Some(SwfState::Failed));
         let not_adopted = SwfOutcome::NotAdopted { reason: reason() };

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::diff::Change;
-use crate::engine::Export;
+use crate::engine::{Export, PolicyErrorKind};
 
 #[derive(Clone, Debug)]
 pub enum SwfOutcome {
@@ -57,7 +57,7 @@ pub enum SwfOutcome {
         /// The policy export that failed, e.g. `render-swf`.
         export: Export,
         /// The kind of failure, as in the `policy_errors` metric.
-        kind: &'static str,
+        kind: PolicyErrorKind,
     },
     /// Every write attempt met a newer version of the object.
     ConflictsExhausted { attempts: u32, resync: Duration },
@@ -70,6 +70,70 @@ pub enum SwfOutcome {
     WriteFailed { why: String },
 }
 
+/// How an SWF decision counts: the `outcome` label of `pipewarden_swf_decisions`.
+#[derive(Clone, Copy, Debug, Default, Hash, PartialEq, Eq)]
+pub enum SwfDecision {
+    #[default]
+    Skip,
+    NotRebuildable,
+    UnsupportedTarget,
+    UpstreamOwned,
+    NotAdopted,
+    UpToDate,
+    Rebuild,
+    Restored,
+    WouldRebuild,
+    WouldRestore,
+    RenderFailed,
+    PolicyError,
+    ConflictsExhausted,
+    WriteLoop,
+    Gone,
+    WriteFailed,
+}
+
+impl SwfDecision {
+    pub const ALL: [SwfDecision; 16] = [
+        SwfDecision::Skip,
+        SwfDecision::NotRebuildable,
+        SwfDecision::UnsupportedTarget,
+        SwfDecision::UpstreamOwned,
+        SwfDecision::NotAdopted,
+        SwfDecision::UpToDate,
+        SwfDecision::Rebuild,
+        SwfDecision::Restored,
+        SwfDecision::WouldRebuild,
+        SwfDecision::WouldRestore,
+        SwfDecision::RenderFailed,
+        SwfDecision::PolicyError,
+        SwfDecision::ConflictsExhausted,
+        SwfDecision::WriteLoop,
+        SwfDecision::Gone,
+        SwfDecision::WriteFailed,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            SwfDecision::Skip => "skip",
+            SwfDecision::NotRebuildable => "not-rebuildable",
+            SwfDecision::UnsupportedTarget => "unsupported-target",
+            SwfDecision::UpstreamOwned => "upstream-owned",
+            SwfDecision::NotAdopted => "not-adopted",
+            SwfDecision::UpToDate => "up-to-date",
+            SwfDecision::Rebuild => "rebuild",
+            SwfDecision::Restored => "restored",
+            SwfDecision::WouldRebuild => "would-rebuild",
+            SwfDecision::WouldRestore => "would-restore",
+            SwfDecision::RenderFailed => "render-failed",
+            SwfDecision::PolicyError => "policy-error",
+            SwfDecision::ConflictsExhausted => "conflicts-exhausted",
+            SwfDecision::WriteLoop => "write-loop",
+            SwfDecision::Gone => "gone",
+            SwfDecision::WriteFailed => "write-failed",
+        }
+    }
+}
+
 /// The type of an outcome's Event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {
@@ -80,26 +144,31 @@ pub enum Severity {
 impl SwfOutcome {
     /// The metric label (`pipewarden_swf_decisions{outcome}`), also in logs and tables.
     pub fn label(&self) -> &'static str {
+        self.decision().label()
+    }
+
+    /// The decision this outcome counts as.
+    pub fn decision(&self) -> SwfDecision {
         match self {
-            SwfOutcome::Skipped { .. } => "skip",
-            SwfOutcome::NotRebuildable { .. } => "not-rebuildable",
-            SwfOutcome::UnsupportedTarget { .. } => "unsupported-target",
-            SwfOutcome::UpstreamOwned { .. } => "upstream-owned",
-            SwfOutcome::NotAdopted { .. } => "not-adopted",
-            SwfOutcome::UpToDate { .. } => "up-to-date",
-            SwfOutcome::Rebuild { .. } => "rebuild",
-            SwfOutcome::Restore { .. } => "restored",
-            SwfOutcome::WouldRebuild { .. } => "would-rebuild",
-            SwfOutcome::WouldRestore { .. } => "would-restore",
+            SwfOutcome::Skipped { .. } => SwfDecision::Skip,
+            SwfOutcome::NotRebuildable { .. } => SwfDecision::NotRebuildable,
+            SwfOutcome::UnsupportedTarget { .. } => SwfDecision::UnsupportedTarget,
+            SwfOutcome::UpstreamOwned { .. } => SwfDecision::UpstreamOwned,
+            SwfOutcome::NotAdopted { .. } => SwfDecision::NotAdopted,
+            SwfOutcome::UpToDate { .. } => SwfDecision::UpToDate,
+            SwfOutcome::Rebuild { .. } => SwfDecision::Rebuild,
+            SwfOutcome::Restore { .. } => SwfDecision::Restored,
+            SwfOutcome::WouldRebuild { .. } => SwfDecision::WouldRebuild,
+            SwfOutcome::WouldRestore { .. } => SwfDecision::WouldRestore,
             SwfOutcome::Failed {
                 export: Export::RenderSwf,
                 ..
-            } => "render-failed",
-            SwfOutcome::Failed { .. } => "policy-error",
-            SwfOutcome::ConflictsExhausted { .. } => "conflicts-exhausted",
-            SwfOutcome::WriteLoop { .. } => "write-loop",
-            SwfOutcome::Gone => "gone",
-            SwfOutcome::WriteFailed { .. } => "write-failed",
+            } => SwfDecision::RenderFailed,
+            SwfOutcome::Failed { .. } => SwfDecision::PolicyError,
+            SwfOutcome::ConflictsExhausted { .. } => SwfDecision::ConflictsExhausted,
+            SwfOutcome::WriteLoop { .. } => SwfDecision::WriteLoop,
+            SwfOutcome::Gone => SwfDecision::Gone,
+            SwfOutcome::WriteFailed { .. } => SwfDecision::WriteFailed,
         }
     }
 
@@ -189,9 +258,9 @@ impl SwfOutcome {
     }
 
     /// The policy export and error kind, when the policy failed.
-    pub fn policy_error(&self) -> Option<(Export, &'static str)> {
+    pub fn policy_error(&self) -> Option<(Export, PolicyErrorKind)> {
         match self {
-            SwfOutcome::Failed { export, kind, .. } => Some((*export, kind)),
+            SwfOutcome::Failed { export, kind, .. } => Some((*export, *kind)),
             _ => None,
         }
     }
@@ -233,7 +302,7 @@ mod tests {
         let failed = |export| SwfOutcome::Failed {
             error: "boom".into(),
             export,
-            kind: "trap",
+            kind: PolicyErrorKind::Trap,
         };
         assert_eq!(failed(Export::RenderSwf).label(), "render-failed");
         assert_eq!(
@@ -247,7 +316,7 @@ mod tests {
         );
         assert_eq!(
             failed(Export::ShouldRebuild).policy_error(),
-            Some((Export::ShouldRebuild, "trap"))
+            Some((Export::ShouldRebuild, PolicyErrorKind::Trap))
         );
     }
 

@@ -93,7 +93,10 @@ fn a_render_that_empties_the_spec_is_refused_naming_the_field_and_writes_nothing
     else {
         panic!("{outcome:?}");
     };
-    assert_eq!((*export, *kind), (Export::RenderSwf, "bad_output"));
+    assert_eq!(
+        (*export, *kind),
+        (Export::RenderSwf, crate::engine::PolicyErrorKind::BadOutput)
+    );
     assert!(
         error.contains("spec.enabled") || error.contains("spec.trigger"),
         "{error}"

@@ -10,7 +10,7 @@ use super::decide::{RenderTarget, SwfOutcome, decide, decide_json};
 use super::last_good::{self, Restore};
 use super::not_rebuildable_reason;
 use super::owned::{drop_nulls, foreign_change};
-use crate::engine::{Decisions, Export, PolicyError, RebuildPolicy};
+use crate::engine::{Decisions, Export, PolicyError, PolicyErrorKind, RebuildPolicy};
 
 /// The plan for `live`. Restores happen only on a guest error from `render-swf` (the policy
 /// says it cannot render this object), never on a trap or timeout, which say more about the
@@ -128,7 +128,7 @@ fn recorded(outcome: SwfOutcome) -> SwfOutcome {
     }
 }
 
-fn failed(error: String, export: Export, kind: &'static str) -> SwfOutcome {
+fn failed(error: String, export: Export, kind: PolicyErrorKind) -> SwfOutcome {
     SwfOutcome::Failed {
         error,
         export,
@@ -137,6 +137,6 @@ fn failed(error: String, export: Export, kind: &'static str) -> SwfOutcome {
 }
 
 /// `PolicyError::kind` of a guest error.
-const GUEST_ERROR: &str = "guest_error";
+const GUEST_ERROR: PolicyErrorKind = PolicyErrorKind::Guest;
 /// `PolicyError::kind` of an answer the host refuses.
-const BAD_OUTPUT: &str = "bad_output";
+const BAD_OUTPUT: PolicyErrorKind = PolicyErrorKind::BadOutput;

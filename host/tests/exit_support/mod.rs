@@ -4,7 +4,10 @@
 #![allow(dead_code)]
 
 use pipewarden::engine::native;
-use pipewarden::engine::{Eligibility, PolicyError, Tombstone, WorkflowEvent};
+use pipewarden::engine::{
+    Decisions, Eligibility, PolicyError, RebuildDecision, RebuildInput, RenderContext, Tombstone,
+    WorkflowEvent,
+};
 use serde_json::{Value, json};
 
 pub const U1: &str = "7f0c7c1e-4d8a-4a63-9b1f-1c2d3e4f5a61";
@@ -58,4 +61,43 @@ pub fn native(
     let (event, tombstone) = to_guest(event, tombstone);
     let decided = kfp_core::exit_eligibility_with_host_settings(&event, tombstone.as_ref());
     Ok(native::from_guest_eligibility(decided))
+}
+
+/// A policy that answers only exit eligibility, from `decide`: the exit gate takes a policy
+/// ([`Decisions`]), and these run it with a decision function (the native rules, a kept
+/// instance, a constant) beside the component.
+pub struct ExitOnly<F>(std::cell::RefCell<F>);
+
+impl<F> ExitOnly<F>
+where
+    F: FnMut(&WorkflowEvent, Option<&Tombstone>) -> Result<Eligibility, PolicyError>,
+{
+    pub fn new(decide: F) -> Self {
+        ExitOnly(std::cell::RefCell::new(decide))
+    }
+}
+
+impl<F> Decisions for ExitOnly<F>
+where
+    F: FnMut(&WorkflowEvent, Option<&Tombstone>) -> Result<Eligibility, PolicyError>,
+{
+    fn with_settings(&self, _: &str) -> Self {
+        unreachable!("exit eligibility only")
+    }
+    fn validate_settings(&self, _: &str) -> Result<(), PolicyError> {
+        unreachable!("exit eligibility only")
+    }
+    fn should_rebuild(&self, _: &RebuildInput) -> Result<RebuildDecision, PolicyError> {
+        unreachable!("exit eligibility only")
+    }
+    fn render_swf(&self, _: &str, _: &RenderContext) -> Result<String, PolicyError> {
+        unreachable!("exit eligibility only")
+    }
+    fn exit_eligibility(
+        &self,
+        event: &WorkflowEvent,
+        tombstone: Option<&Tombstone>,
+    ) -> Result<Eligibility, PolicyError> {
+        (self.0.borrow_mut())(event, tombstone)
+    }
 }

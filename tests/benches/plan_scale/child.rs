@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
 use clap::Parser as _;
-use pipewarden::metrics::OutcomeLabel;
+use pipewarden::metrics::{Label, SwfDecisionLabel};
+use pipewarden::swf::outcome::SwfDecision;
 use pipewarden_tests::procfs;
 use pipewarden_tests::swf_support::{
     ControllerArgs, DEFAULT_POLICY, DEFAULT_SETTINGS, TARGET, built_policy, repo_path,
@@ -158,10 +159,10 @@ async fn first_pass(namespaces: &str, count: u64, stale: u64) -> Result<Measured
     let (started, cpu) = (Instant::now(), procfs::cpu_seconds("self"));
     let handle = pipewarden::controller::start(args, client).await?;
     let decisions = |outcome: &str| {
-        let label = OutcomeLabel {
-            outcome: outcome.to_owned(),
+        let label = SwfDecisionLabel {
+            outcome: SwfDecision::from_label(outcome).expect("an SWF decision"),
         };
-        handle.metrics().swf_decisions.get_or_create(&label).get()
+        handle.metrics().swf.decisions.get_or_create(&label).get()
     };
     let what = format!("{stale} rebuilds");
     pipewarden_tests::wait::until(&what, PASS_TIMEOUT, || async {

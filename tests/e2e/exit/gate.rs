@@ -8,6 +8,7 @@ use kube::ResourceExt as _;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use pipewarden::controller::exit_gate::Handled;
 use pipewarden::engine::EventKind::{Modified, Relisted};
+use pipewarden::exit::decision::ExitDecision;
 use pipewarden_tests::exit_support::*;
 use pipewarden_tests::shared;
 use serde_json::json;
@@ -69,7 +70,7 @@ async fn the_stale_copy_sequence_notifies_each_real_completion_once() -> Result<
     // The name-keyed logic of Argo 3.5 rejected exactly this.
     let handled = controller.inject(Modified, &as_json(&u2_running)).await?;
     ensure!(
-        handled.decision == "process",
+        handled.decision == ExitDecision::Process,
         "re-created workflow: {handled:?}"
     );
     let u2_done = set_phase(&api, &u2_running, "Failed", Some(&timestamp(0))).await?;

@@ -15,6 +15,7 @@ use kube::api::{Patch, PatchParams};
 use kube::client::ClientBuilder;
 use pipewarden::engine::EventKind::Deleted;
 use pipewarden::exit::claim::{Claim, Claimant, MarkKey};
+use pipewarden::exit::decision::ExitDecision;
 use pipewarden::exit::notification::Mark;
 use pipewarden_tests::exit_support::*;
 use pipewarden_tests::intercept::{Intercept, Verdict};
@@ -98,7 +99,7 @@ async fn observe_mode_reports_each_completion_once_on_every_path_and_writes_and_
     gone["metadata"]["uid"] = json!("00000000-0000-4000-8000-00000000de1e");
     gone["status"]["phase"] = json!("Error");
     let handled = controller.inject(Deleted, &gone).await?;
-    ensure!(handled.decision == "process", "{handled:?}");
+    ensure!(handled.decision == ExitDecision::Process, "{handled:?}");
     expected.insert("00000000-0000-4000-8000-00000000de1e".into(), 1);
 
     controller

@@ -10,6 +10,7 @@ use anyhow::{Result, ensure};
 use kube::ResourceExt as _;
 use kube::api::{Patch, PatchParams};
 use pipewarden::engine::EventKind::Modified;
+use pipewarden::exit::decision::ExitDecision;
 use pipewarden::exit::notification::Mark;
 use pipewarden::exit::outcome::Outcome;
 use pipewarden_tests::exit_support::*;
@@ -28,7 +29,7 @@ async fn a_completion_while_stopped_is_notified_once_after_restart() -> Result<(
     let first = Controller::start(control_plane, &namespace, &[receiver.flag()]).await?;
     let running = set_phase(&api, &submit(&api, NAME).await?, "Running", None).await?;
     let handled = first.inject(Modified, &as_json(&running)).await?;
-    ensure!(handled.decision == "process", "{handled:?}");
+    ensure!(handled.decision == ExitDecision::Process, "{handled:?}");
     // Killed before the workflow completes: nothing finished, nothing flushed.
     first.stop().await;
     let done = set_phase(&api, &running, "Succeeded", Some(&timestamp(0))).await?;
@@ -105,11 +106,12 @@ async fn a_stale_failure_past_the_tombstone_is_stopped_by_the_fresh_read() -> Re
     let stale = stale_failure(&running);
     let handled = pipewarden_tests::wait::until("the tombstone to expire", WAIT, || async {
         let handled = controller.inject(Modified, &stale).await?;
-        Ok((handled.decision != "reject-stale").then_some(handled))
+        Ok((handled.decision != ExitDecision::RejectStale).then_some(handled))
     })
     .await?;
     ensure!(
-        handled.decision == "process" && handled.notification == Some(Outcome::Unconfirmed),
+        handled.decision == ExitDecision::Process
+            && handled.notification == Some(Outcome::Unconfirmed),
         "{handled:?}"
     );
     ensure!(receiver.requests() == 1, "{} requests", receiver.requests());
@@ -135,7 +137,7 @@ async fn a_standby_notifies_what_it_saw_once_it_takes_over() -> Result<()> {
     };
     let leader = Controller::start(control_plane, &namespace, &replica("a")).await?;
     pipewarden_tests::wait::until("replica a to lead", WAIT, || async {
-        Ok((leader.handle.metrics().leader.get() == 1).then_some(()))
+        Ok((leader.handle.metrics().info.leader.get() == 1).then_some(()))
     })
     .await?;
     let standby = Controller::start(control_plane, &namespace, &replica("b")).await?;
@@ -146,7 +148,10 @@ async fn a_standby_notifies_what_it_saw_once_it_takes_over() -> Result<()> {
     let done = set_phase(&api, &running, "Succeeded", Some(&timestamp(0))).await?;
     let key = completion_key(&done)?;
     wait_for_sent(&api, NAME, &key).await?;
-    ensure!(standby.handle.metrics().leader.get() == 1, "b took over");
+    ensure!(
+        standby.handle.metrics().info.leader.get() == 1,
+        "b took over"
+    );
     ensure!(receiver.per_key() == BTreeMap::from([(key, 1)]));
     ensure!(receiver.requests() == 1, "{} requests", receiver.requests());
     standby.stop().await;

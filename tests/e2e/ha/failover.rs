@@ -46,7 +46,7 @@ async fn one_replica_writes_and_a_lost_leader_costs_no_rebuild_and_no_duplicate(
     let b = start_replica(client.clone(), &replica("b")).await?;
     writers.add("b", &b);
     ensure!(leads(&a) && !leads(&b), "one leader: a");
-    ensure!(b.metrics().leader.get() == 0);
+    ensure!(b.metrics().info.leader.get() == 0);
 
     // While a leads: an SWF rebuilt and a completion notified, by a alone.
     pipewarden_tests::swf_support::seed(&client, &namespace, "kfp-2.3", "before", 1).await?;

@@ -55,7 +55,8 @@ async fn a_no_op_restart_over_1000_swfs_on_two_loaded_cores_raises_no_policy_fai
         restart
             .handle
             .metrics()
-            .policy_timeouts_retried
+            .policy
+            .timeouts_retried
             .get_or_create(&ExportLabel {
                 export: export.to_owned(),
             })
@@ -120,13 +121,15 @@ async fn policy_failure_events_about_one_swf_are_held_back_after_the_first() -> 
     let events = policy_failed_events(&client, &namespace).await?;
     let metrics = running.handle.metrics();
     let held_back = metrics
-        .swf_events_held_back
+        .swf
+        .events_held_back
         .get_or_create(&ReasonLabel {
             reason: "PolicyFailed".into(),
         })
         .get();
     let retried = metrics
-        .policy_timeouts_retried
+        .policy
+        .timeouts_retried
         .get_or_create(&ExportLabel {
             export: "should-rebuild".into(),
         })

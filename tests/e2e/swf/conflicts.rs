@@ -99,7 +99,7 @@ async fn a_kfp_status_writer_loses_nothing_and_the_rebuild_lands() -> Result<()>
         .iter()
         .map(|outcome| running.decisions(outcome))
         .sum();
-    let exhausted = running.handle.metrics().swf_conflicts_exhausted.get();
+    let exhausted = running.handle.metrics().swf.conflicts_exhausted.get();
     ensure!(
         exhausted == running.decisions("conflicts-exhausted"),
         "exhausted counted {exhausted} times, reported {}",
@@ -161,7 +161,7 @@ async fn a_write_that_always_conflicts_is_tried_a_bounded_number_of_times_and_re
     let note = event_note(&client, &namespace, "daily-0", "ConflictsExhausted").await?;
     ensure!(note.contains("next resync"), "note: {note}");
     ensure!(
-        running.handle.metrics().swf_conflicts_exhausted.get() == 1,
+        running.handle.metrics().swf.conflicts_exhausted.get() == 1,
         "not counted"
     );
     let requests = running.requests.all();

@@ -134,7 +134,8 @@ async fn a_namespaces_report_appears_follows_the_swfs_and_goes() -> Result<()> {
     report_reads(&reports, None).await?;
     let errors = controller
         .metrics()
-        .report_writes
+        .reports
+        .writes
         .get_or_create(&pipewarden::metrics::OutcomeLabel {
             outcome: "error".into(),
         })

@@ -6,7 +6,8 @@ use clap::Parser as _;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use pipewarden::controller::{ControllerHandle, RunArgs};
-use pipewarden::metrics::OutcomeLabel;
+use pipewarden::metrics::{Label, OutcomeLabel, SwfDecisionLabel};
+use pipewarden::swf::outcome::SwfDecision;
 
 use super::{DEFAULT_SETTINGS, TARGET, built_policy, init_logs, repo_path, wait_for};
 
@@ -75,10 +76,14 @@ pub fn count(handle: &ControllerHandle, what: Counted, outcome: &str) -> u64 {
     };
     let metrics = handle.metrics();
     match what {
-        Counted::SwfDecisions => metrics.swf_decisions.get_or_create(&label).get(),
-        Counted::SwfWrites => metrics.swf_writes.get_or_create(&label).get(),
-        Counted::ExitNotifications => metrics.exit_notifications.get_or_create(&label).get(),
-        Counted::PolicyLoads => metrics.policy_loads.get_or_create(&label).get(),
+        Counted::SwfDecisions => {
+            let outcome = SwfDecision::from_label(outcome).expect("an SWF decision");
+            let label = SwfDecisionLabel { outcome };
+            metrics.swf.decisions.get_or_create(&label).get()
+        }
+        Counted::SwfWrites => metrics.swf.writes.get_or_create(&label).get(),
+        Counted::ExitNotifications => metrics.exit.notifications.get_or_create(&label).get(),
+        Counted::PolicyLoads => metrics.policy.loads.get_or_create(&label).get(),
     }
 }
 
@@ -92,7 +97,7 @@ pub fn swf_writes(handle: &ControllerHandle) -> u64 {
 
 /// True while the replica says it may write, by its gauge and its context.
 pub fn leads(handle: &ControllerHandle) -> bool {
-    handle.metrics().leader.get() == 1 && handle.ctx.may_write()
+    handle.metrics().info.leader.get() == 1 && handle.ctx.may_write()
 }
 
 /// Who holds the Lease `namespace/name`, if anyone.

@@ -7,8 +7,9 @@ use clap::Parser as _;
 use pipewarden::controller::exit_gate::{Handled, InjectedEvent};
 use pipewarden::controller::{ControllerHandle, Hooks, RunArgs, start_with};
 use pipewarden::engine::EventKind;
-use pipewarden::metrics::deliveries::SinkOutcomeLabels;
-use pipewarden::metrics::{OutcomeLabel, StepLabel};
+use pipewarden::exit::decision::{ExitDecision, Step};
+use pipewarden::metrics::SinkOutcomeLabels;
+use pipewarden::metrics::{ExitDecisionLabel, Label, OutcomeLabel, StepLabel};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -89,12 +90,13 @@ impl Controller {
 
     /// Workflow events decided so far with this outcome (`process`, `reject-stale`, ...).
     pub fn decisions(&self, outcome: &str) -> u64 {
-        let label = OutcomeLabel {
-            outcome: outcome.to_owned(),
+        let label = ExitDecisionLabel {
+            outcome: ExitDecision::from_label(outcome).expect("an exit decision"),
         };
         self.handle
             .metrics()
-            .exit_decisions
+            .exit
+            .decisions
             .get_or_create(&label)
             .get()
     }
@@ -106,7 +108,8 @@ impl Controller {
         };
         self.handle
             .metrics()
-            .exit_notifications
+            .exit
+            .notifications
             .get_or_create(&label)
             .get()
     }
@@ -115,18 +118,19 @@ impl Controller {
     /// `mark`).
     pub fn attempt_failures(&self, step: &str) -> u64 {
         let label = StepLabel {
-            step: step.to_owned(),
+            step: Step::from_label(step).expect("a step of the action path"),
         };
         self.handle
             .metrics()
-            .exit_attempt_failures
+            .exit
+            .attempt_failures
             .get_or_create(&label)
             .get()
     }
 
     /// Completions given up on.
     pub fn gave_up(&self) -> u64 {
-        self.handle.metrics().exit_gave_up.get()
+        self.handle.metrics().exit.gave_up.get()
     }
 
     /// Webhook requests so far with this outcome (`ok`, `rejected`, `timeout`, `error`).
@@ -136,7 +140,7 @@ impl Controller {
         };
         self.handle
             .metrics()
-            .exit_deliveries
+            .exit
             .webhook_requests
             .get_or_create(&label)
             .get()
@@ -150,8 +154,8 @@ impl Controller {
         };
         self.handle
             .metrics()
-            .exit_deliveries
-            .by_sink
+            .exit
+            .deliveries
             .get_or_create(&labels)
             .get()
     }

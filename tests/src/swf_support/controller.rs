@@ -10,7 +10,8 @@ use clap::Parser as _;
 use http::Method;
 use kube::client::{Body, ClientBuilder};
 use pipewarden::controller::{ControllerHandle, RunArgs};
-use pipewarden::metrics::OutcomeLabel;
+use pipewarden::metrics::{Label, OutcomeLabel, SwfDecisionLabel};
+use pipewarden::swf::outcome::SwfDecision;
 
 use super::always_conflict::always_conflict;
 use super::{DEFAULT_POLICY, DEFAULT_SETTINGS, TARGET, WAIT, built_policy, repo_path};
@@ -152,12 +153,13 @@ impl Running {
 
     /// SWF decisions so far with this outcome (`rebuild`, `up-to-date`, `restored`, ...).
     pub fn decisions(&self, outcome: &str) -> u64 {
-        let label = OutcomeLabel {
-            outcome: outcome.to_owned(),
+        let label = SwfDecisionLabel {
+            outcome: SwfDecision::from_label(outcome).expect("an SWF decision"),
         };
         self.handle
             .metrics()
-            .swf_decisions
+            .swf
+            .decisions
             .get_or_create(&label)
             .get()
     }
@@ -167,7 +169,7 @@ impl Running {
         let label = OutcomeLabel {
             outcome: outcome.to_owned(),
         };
-        self.handle.metrics().swf_writes.get_or_create(&label).get()
+        self.handle.metrics().swf.writes.get_or_create(&label).get()
     }
 
     pub fn writes_total(&self) -> u64 {

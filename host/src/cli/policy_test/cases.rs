@@ -267,9 +267,7 @@ impl<P: Decisions> CaseRun<'_, P> {
                 }
             };
             let kind = parse_event_kind(&event.kind).expect("checked");
-            let decide =
-                |event: &_, tombstone: Option<&_>| self.policy.exit_eligibility(event, tombstone);
-            let assessment = match judge::assess_with(decide, &tombstones, kind, &workflow) {
+            let assessment = match judge::assess(self.policy, &tombstones, kind, &workflow) {
                 Ok(assessment) => assessment,
                 Err(error) => {
                     got.push(format!("error ({})", error.kind()));
@@ -278,6 +276,7 @@ impl<P: Decisions> CaseRun<'_, P> {
                 }
             };
             let (decision, reason) = eligibility_parts(&assessment.eligibility);
+            let decision = decision.label();
             let action = if !assessment.act {
                 "none"
             } else if notified.insert(assessment.facts.completion_key()) {

@@ -19,6 +19,7 @@ use super::listed::ListedWorkflow;
 use super::sink::SinkError;
 use super::tracker::{Begin, Final};
 use crate::exit::claim::{Claim, FrozenBody};
+use crate::exit::decision::Step;
 use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::{
     Mark, Notification, Plan, event_note, finished_before, frozen_notification, reasons,
@@ -100,14 +101,14 @@ struct Claimed {
 
 /// Why an attempt ended early.
 struct Failure {
-    step: &'static str,
+    step: Step,
     error: String,
     /// Not worth asking again soon (a 4xx from the receiver): wait the longest delay.
     slow_down: bool,
 }
 
 impl Failure {
-    fn new(step: &'static str, error: impl std::fmt::Display) -> Failure {
+    fn new(step: Step, error: impl std::fmt::Display) -> Failure {
         Failure {
             step,
             error: error.to_string(),
@@ -123,7 +124,7 @@ enum Ended {
 
 async fn process(gate: &Arc<Gate>, seen: WorkflowFacts, origin: Origin) {
     let metrics = &gate.ctx.metrics;
-    metrics.exit_in_flight.inc();
+    metrics.exit.in_flight.inc();
     let started = Instant::now();
     let key = seen.completion_key();
     let mut run = Run {
@@ -151,12 +152,12 @@ async fn process(gate: &Arc<Gate>, seen: WorkflowFacts, origin: Origin) {
             Ended::Done(outcome) => break outcome,
             Ended::Failed(failure) => failure,
         };
-        metrics.step_failed(failure.step);
+        metrics.exit.step_failed(failure.step);
         tracing::warn!(
             key,
             attempt = run.attempts,
             of = gate.limits.attempts,
-            step = failure.step,
+            step = failure.step.label(),
             error = failure.error,
             "exit notification attempt failed"
         );
@@ -192,11 +193,12 @@ async fn process(gate: &Arc<Gate>, seen: WorkflowFacts, origin: Origin) {
     };
     if outcome == Outcome::Sent {
         metrics
-            .exit_notification_seconds
+            .exit
+            .notification_seconds
             .observe(started.elapsed().as_secs_f64());
     }
-    Metrics::count(&metrics.exit_notifications, outcome.label());
-    metrics.exit_in_flight.dec();
+    Metrics::count(&metrics.exit.notifications, outcome.label());
+    metrics.exit.in_flight.dec();
     gate.tracker.finish(&key, outcome);
 }
 
@@ -232,7 +234,7 @@ async fn attempt(gate: &Gate, run: &mut Run) -> Ended {
             )
             .await
         {
-            return Ended::Failed(Failure::new("event", error));
+            return Ended::Failed(Failure::new(Step::Event, error));
         }
         run.event_recorded = true;
     }
@@ -260,7 +262,7 @@ async fn attempt(gate: &Gate, run: &mut Run) -> Ended {
                 let slow_down = matches!(error, DeliveryError::Sink(SinkError::Permanent(_)));
                 return Ended::Failed(Failure {
                     slow_down,
-                    ..Failure::new("deliver", error)
+                    ..Failure::new(Step::Deliver, error)
                 });
             }
         }
@@ -293,11 +295,11 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
             Ok(None) => {
                 run.gone += 1;
                 return Err(Failure::new(
-                    "read",
+                    Step::Read,
                     "the workflow is gone; waiting for its DELETE event",
                 ));
             }
-            Err(error) => return Err(Failure::new("read", error)),
+            Err(error) => return Err(Failure::new(Step::Read, error)),
         };
         let Seen {
             facts: current,
@@ -308,7 +310,7 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
         if current.uid != run.seen.uid {
             run.gone += 1;
             return Err(Failure::new(
-                "read",
+                Step::Read,
                 format!(
                     "the workflow was re-created (uid {}); waiting for the old one's DELETE event",
                     current.uid
@@ -332,7 +334,7 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
                 match write_mark(gate, &api, name, &mark, &resource_version, seal.as_ref()).await {
                     Ok(_) => return Ok(Some(outcome)),
                     Err(kube::Error::Api(status)) if status.is_conflict() => continue,
-                    Err(error) => return Err(Failure::new("claim", error)),
+                    Err(error) => return Err(Failure::new(Step::Claim, error)),
                 }
             }
             Plan::ClaimedElsewhere { holder, until } => {
@@ -386,13 +388,13 @@ async fn confirm_and_claim(gate: &Gate, run: &mut Run) -> Result<Option<Outcome>
                         return Ok(None);
                     }
                     Err(kube::Error::Api(status)) if status.is_conflict() => continue,
-                    Err(error) => return Err(Failure::new("claim", error)),
+                    Err(error) => return Err(Failure::new(Step::Claim, error)),
                 }
             }
         }
     }
     Err(Failure::new(
-        "claim",
+        Step::Claim,
         "the workflow kept changing under the claim",
     ))
 }
@@ -461,7 +463,7 @@ fn unconfirmed(run: &Run, reason: &str) -> Outcome {
 async fn report_too_old(gate: &Gate, current: &WorkflowFacts) -> Result<Outcome, Failure> {
     record_too_old(gate, current)
         .await
-        .map_err(|error| Failure::new("event", error))
+        .map_err(|error| Failure::new(Step::Event, error))
 }
 
 /// The ExitNotificationSkipped Event of a completion first seen after the catch-up window.
@@ -504,7 +506,7 @@ async fn mark_sent(gate: &Gate, run: &mut Run) -> Result<(), Failure> {
             Ok(_) => return Ok(()),
             Err(kube::Error::Api(status)) if status.is_conflict() => {}
             Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
-            Err(error) => return Err(Failure::new("mark", error)),
+            Err(error) => return Err(Failure::new(Step::Mark, error)),
         }
         let fresh = {
             let _permit = gate.api_permit().await;
@@ -538,11 +540,11 @@ async fn mark_sent(gate: &Gate, run: &mut Run) -> Result<(), Failure> {
                 }
             },
             Ok(None) => return Ok(()),
-            Err(error) => return Err(Failure::new("mark", error)),
+            Err(error) => return Err(Failure::new(Step::Mark, error)),
         }
     }
     Err(Failure::new(
-        "mark",
+        Step::Mark,
         "the workflow kept changing under the mark",
     ))
 }
@@ -551,7 +553,7 @@ async fn mark_sent(gate: &Gate, run: &mut Run) -> Result<(), Failure> {
 /// completion), an `ExitNotificationFailed` Event, the metric. Each write is tried once more
 /// by the sweep while the workflow still shows a pending claim.
 async fn give_up(gate: &Gate, run: &mut Run, reason: &str) -> Outcome {
-    gate.ctx.metrics.exit_gave_up.inc();
+    gate.ctx.metrics.exit.gave_up.inc();
     tracing::warn!(key = run.key, reason, "giving up on an exit notification");
     let facts = run
         .claimed
@@ -630,9 +632,9 @@ pub(super) async fn settle_mark(gate: &Gate, facts: &WorkflowFacts, mark: Mark) 
 /// A claim left pending whose workflow moved on (retried, or running again) before it was
 /// delivered: reported as given up, nothing written to the workflow.
 pub(super) async fn report_superseded(gate: &Gate, live: &WorkflowFacts, claimed_key: &str) {
-    gate.ctx.metrics.exit_gave_up.inc();
+    gate.ctx.metrics.exit.gave_up.inc();
     Metrics::count(
-        &gate.ctx.metrics.exit_notifications,
+        &gate.ctx.metrics.exit.notifications,
         Outcome::Superseded.label(),
     );
     let note = format!(

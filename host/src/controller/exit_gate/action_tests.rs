@@ -373,9 +373,10 @@ async fn a_failed_read_costs_an_attempt_and_the_next_attempt_delivers() {
     assert_eq!(h.receiver.posts(), 1);
     let failures = h
         .metrics
-        .exit_attempt_failures
+        .exit
+        .attempt_failures
         .get_or_create(&crate::metrics::StepLabel {
-            step: "read".into(),
+            step: crate::exit::decision::Step::Read,
         })
         .get();
     assert_eq!(failures, 1);
@@ -496,7 +497,7 @@ async fn a_receiver_that_keeps_failing_is_given_up_with_a_failed_mark_and_a_warn
         h.event_reasons(),
         ["ExitNotification", "ExitNotificationFailed"]
     );
-    assert_eq!(h.metrics.exit_gave_up.get(), 1);
+    assert_eq!(h.metrics.exit.gave_up.get(), 1);
 }
 
 #[tokio::test]
@@ -915,7 +916,8 @@ async fn observe_mode_sweep_reports_claims_left_pending_and_writes_and_sends_not
     );
     let observed = h
         .metrics
-        .exit_notifications
+        .exit
+        .notifications
         .get_or_create(&crate::metrics::OutcomeLabel {
             outcome: "observed".into(),
         })

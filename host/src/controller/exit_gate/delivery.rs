@@ -138,11 +138,11 @@ impl Delivery {
             fence,
             reply,
         };
-        self.metrics.exit_delivery_queued.inc();
+        self.metrics.exit.delivery_queued.inc();
         if lane.try_send(job).is_err() {
-            self.metrics.exit_delivery_queued.dec();
+            self.metrics.exit.delivery_queued.dec();
             let full = "queue-full";
-            self.metrics.exit_deliveries.count(self.sink, full, full);
+            self.metrics.exit.count_delivery(self.sink, full, full);
             return Err(DeliveryError::QueueFull);
         }
         match answer.await {
@@ -205,25 +205,23 @@ async fn drain(
             .expect("the semaphore is never closed");
         // Finished requests are reaped here, so the set holds only those under way.
         while requests.try_join_next().is_some() {}
-        metrics.exit_delivery_queued.dec();
+        metrics.exit.delivery_queued.dec();
         if let Err(why) = job.fence.check(job.timeout, Instant::now()) {
-            metrics
-                .exit_deliveries
-                .count(sink.name(), "fenced", "fenced");
+            metrics.exit.count_delivery(sink.name(), "fenced", "fenced");
             let _ = job.reply.send(Err(DeliveryError::Fenced(why)));
             continue;
         }
-        metrics.exit_deliveries_in_flight.inc();
+        metrics.exit.deliveries_in_flight.inc();
         let (sink, metrics) = (sink.clone(), metrics.clone());
         requests.spawn(async move {
             let result = sink.send(&job.notification, job.timeout).await;
             drop(slot);
-            metrics.exit_deliveries_in_flight.dec();
+            metrics.exit.deliveries_in_flight.dec();
             let (outcome, legacy) = match &result {
                 Ok(()) => ("ok", "ok"),
                 Err(error) => (error.label(), error.legacy_label()),
             };
-            metrics.exit_deliveries.count(sink.name(), outcome, legacy);
+            metrics.exit.count_delivery(sink.name(), outcome, legacy);
             let _ = job.reply.send(result.map_err(DeliveryError::Sink));
         });
     }
@@ -370,13 +368,13 @@ mod tests {
                 .deliver(completion("one"), false, timeout, fence())
                 .await;
         }
-        let deliveries = &metrics.exit_deliveries;
+        let deliveries = &metrics.exit;
         let by_sink = |sink: &str, outcome: &str| {
-            let labels = crate::metrics::deliveries::SinkOutcomeLabels {
+            let labels = crate::metrics::SinkOutcomeLabels {
                 sink: sink.to_owned(),
                 outcome: outcome.to_owned(),
             };
-            deliveries.by_sink.get_or_create(&labels).get()
+            deliveries.deliveries.get_or_create(&labels).get()
         };
         assert_eq!(by_sink("webhook", "ok"), 1);
         assert_eq!(by_sink("refusing", "permanent"), 1);

@@ -53,7 +53,7 @@ pub(super) async fn enter(
         }
     };
     if let Some(outcome) = known {
-        Metrics::count(&gate.ctx.metrics.exit_notifications, outcome.label());
+        Metrics::count(&gate.ctx.metrics.exit.notifications, outcome.label());
         if outcome == Outcome::Observed {
             gate.ctx.metrics.completions.observed(&seen.facts);
         }

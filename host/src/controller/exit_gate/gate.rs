@@ -18,11 +18,11 @@ use super::tracker::Tracker;
 use crate::cluster::resources::workflow_resource;
 use crate::controller::context::Context;
 use crate::engine::EventKind;
-use crate::metrics::Metrics;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::exit::TombstoneCache;
 use crate::exit::claim::{Claim, Claimant, FrozenBody, MarkKey};
+use crate::exit::decision::ExitDecision;
 use crate::exit::event::WorkflowFacts;
 use crate::exit::notification::{Mark, Plan, Rules, freeze, plan_judging, signed_mark};
 use crate::exit::seen::Seen;
@@ -160,7 +160,7 @@ impl Gate {
     pub fn schedule(&self, after: Duration, work: Work) {
         if self.delayed.try_send((after, work)).is_err() {
             tracing::warn!("delayed exit work queue full; dropping a re-check");
-            Metrics::count(&self.ctx.metrics.exit_decisions, "delay-dropped");
+            self.ctx.metrics.exit.decided(ExitDecision::DelayDropped);
         }
     }
 

@@ -40,9 +40,9 @@ use crate::config::{ExitArgs, ExitMode};
 use crate::engine::EventKind;
 use crate::exit::TombstoneCache;
 use crate::exit::claim::Claimant;
+use crate::exit::decision::ExitDecision;
 use crate::exit::outcome::Outcome;
 use crate::exit::tombstone::MonotonicClock;
-use crate::metrics::Metrics;
 use delivery::Delivery;
 use dispatch::Dispatcher;
 use gate::{Claims, Gate, Limits, Queues, Task, Work};
@@ -64,19 +64,19 @@ pub struct InjectedEvent {
 /// event led to exit processing, the notification outcome (that of its completion, once known).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Handled {
-    pub decision: &'static str,
+    pub decision: ExitDecision,
     pub notification: Option<Outcome>,
 }
 
 impl Handled {
-    fn decided(decision: &'static str) -> Handled {
+    fn decided(decision: ExitDecision) -> Handled {
         Handled {
             decision,
             notification: None,
         }
     }
 
-    fn notified(decision: &'static str, notification: Outcome) -> Handled {
+    fn notified(decision: ExitDecision, notification: Outcome) -> Handled {
         Handled {
             decision,
             notification: Some(notification),
@@ -188,7 +188,7 @@ pub async fn run(
             Some((after, work)) = delay_rx.recv() => {
                 if delayed.len() >= DELAYED_CAPACITY {
                     tracing::warn!("too many delayed re-checks; dropping one");
-                    Metrics::count(&ctx.metrics.exit_decisions, "delay-dropped");
+                    ctx.metrics.exit.decided(ExitDecision::DelayDropped);
                     continue;
                 }
                 delayed.push(async move {

@@ -11,9 +11,9 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
 use super::gate::{Gate, workflows};
+use crate::exit::decision::ExitDecision;
 use crate::exit::event::{RUN_ANNOTATION, RUN_MAX, WorkflowFacts};
 use crate::exit::seen::Seen;
-use crate::metrics::Metrics;
 
 /// The run to count for `seen`, if it is a marked workflow running again: not complete, with a
 /// mark of this workflow's current run.
@@ -59,7 +59,7 @@ async fn count(gate: &Gate, facts: &WorkflowFacts, run: u32) {
                 run,
                 "a marked workflow runs again; its next completion is run {run}"
             );
-            Metrics::count(&gate.ctx.metrics.exit_decisions, "run-counted");
+            gate.ctx.metrics.exit.decided(ExitDecision::RunCounted);
         }
         Err(kube::Error::Api(status)) if status.is_conflict() => {}
         Err(error) => tracing::warn!(uid = facts.uid, %error, "cannot count the workflow's run"),

@@ -120,13 +120,18 @@ async fn take_up(gate: &Arc<Gate>, mut seen: Seen, key: &str) {
         .await;
     match decided {
         Ok((Eligibility::Process, seen)) => {
-            gate.ctx.metrics.exit_swept.inc();
+            gate.ctx.metrics.exit.swept.inc();
             tracing::info!(key, "sweep: taking up a pending exit notification");
             enter(gate, &seen, Origin::Seen, None).await;
         }
         Ok((eligibility, _)) => {
             let (decision, reason) = judge::eligibility_parts(&eligibility);
-            tracing::info!(key, decision, reason, "sweep: a pending mark not taken up");
+            tracing::info!(
+                key,
+                decision = decision.label(),
+                reason,
+                "sweep: a pending mark not taken up"
+            );
         }
         Err(error) => tracing::warn!(key, %error, "sweep: exit-eligibility failed"),
     }

@@ -16,6 +16,7 @@ use super::{Handled, InjectedEvent};
 use crate::controller::context::Context;
 use crate::controller::watch_health::{WatchReporter, watched};
 use crate::engine::EventKind;
+use crate::exit::decision::ExitDecision;
 use crate::exit::event::COMPLETED_LABEL;
 use crate::exit::seen::Seen;
 use crate::metrics::Metrics;
@@ -56,7 +57,7 @@ pub(super) fn inputs(
                         let event = receiver.recv().await?;
                         let Some(seen) = read_or_count(event.workflow, &metrics) else {
                             if let Some(tell) = event.handled {
-                                let _ = tell.send(Handled::decided("malformed"));
+                                let _ = tell.send(Handled::decided(ExitDecision::Malformed));
                             }
                             continue;
                         };
@@ -85,7 +86,7 @@ pub(super) fn read_or_count(workflow: Value, metrics: &Metrics) -> Option<Seen> 
     let seen = Seen::of(&workflow);
     if seen.is_none() {
         tracing::warn!("workflow without metadata.name or metadata.uid; ignored");
-        Metrics::count(&metrics.exit_decisions, "malformed");
+        metrics.exit.decided(ExitDecision::Malformed);
     }
     seen
 }

@@ -15,12 +15,12 @@ use super::gate::{Gate, Work, workflows};
 use super::tracker::Final;
 use super::watch::read_or_count;
 use crate::engine::{Eligibility, EventKind, Export};
+use crate::exit::decision::ExitDecision;
 use crate::exit::event::WorkflowFacts;
 use crate::exit::judge::{self, Verdict, eligibility_parts};
 use crate::exit::outcome::Outcome;
 use crate::exit::retry::jittered;
 use crate::exit::seen::Seen;
-use crate::metrics::Metrics;
 
 /// Re-reads of a requeued (or undecided) workflow before the loop waits for its next event.
 const MAX_REQUEUES: u32 = 5;
@@ -73,33 +73,32 @@ async fn on_event(
         .ctx
         .policy
         .call(Export::ExitEligibility, move |loaded| {
-            let decide =
-                |event: &_, tombstone: Option<&_>| loaded.policy.exit_eligibility(event, tombstone);
-            judge::judge_event(decide, &tombstones, kind, &seen.facts, &event)
+            judge::judge_event(&loaded.policy, &tombstones, kind, &seen.facts, &event)
                 .map(|verdict| (verdict, seen))
         })
         .await;
     let metrics = &gate.ctx.metrics;
     metrics
+        .exit
         .tombstones
         .set(i64::try_from(gate.tombstones.approx_len()).unwrap_or(i64::MAX));
     let (verdict, seen) = match decided {
         Ok(decided) => decided,
         Err(error) => {
-            tracing::warn!(%error, kind = error.kind(), "exit-eligibility failed; not acting");
+            tracing::warn!(%error, kind = error.kind().label(), "exit-eligibility failed; not acting");
             // Often transient (a deadline on a starved CPU): decide again on a fresh read.
             if let Some(facts) = identity {
                 recheck_later(gate, &facts, requeues);
             }
-            Metrics::count(&metrics.exit_decisions, "error");
-            return reply(handled, Handled::decided("error"), None);
+            metrics.exit.decided(ExitDecision::Error);
+            return reply(handled, Handled::decided(ExitDecision::Error), None);
         }
     };
     let Verdict {
         eligibility, act, ..
     } = verdict;
     let (decision, reason) = eligibility_parts(&eligibility);
-    Metrics::count(&metrics.exit_decisions, decision);
+    metrics.exit.decided(decision);
     let facts = &seen.facts;
     let workflow_key = format!("{}/{}", facts.namespace, facts.name);
     match &eligibility {
@@ -114,7 +113,12 @@ async fn on_event(
             tracing::debug!(workflow = workflow_key, reason, "requeued");
             recheck_later(gate, facts, requeues);
         }
-        _ => tracing::debug!(workflow = workflow_key, decision, reason, "decided"),
+        _ => tracing::debug!(
+            workflow = workflow_key,
+            decision = decision.label(),
+            reason,
+            "decided"
+        ),
     }
     if !act {
         return reply(handled, Handled::decided(decision), None);
@@ -185,7 +189,7 @@ async fn catch_up(gate: &Arc<Gate>, mut seen: Seen) {
             let (decision, reason) = eligibility_parts(&eligibility);
             tracing::debug!(
                 workflow = seen.facts.name,
-                decision,
+                decision = decision.label(),
                 reason,
                 "catch-up: not notified"
             );

@@ -176,7 +176,7 @@ impl Elector {
     fn set_leader(&self, leader: bool) {
         self.may_write
             .send_if_modified(|current| std::mem::replace(current, leader) != leader);
-        self.metrics.leader.set(i64::from(leader));
+        self.metrics.info.leader.set(i64::from(leader));
     }
 
     /// Give the lease up (on graceful shutdown, once nothing writes any more), so a standby

@@ -202,7 +202,7 @@ impl Writer {
         match api.patch(&self.name, &params, &Patch::Apply(report)).await {
             Ok(_) => {
                 self.written.insert(namespace.into(), digest);
-                Metrics::count(&self.ctx.metrics.report_writes, "applied");
+                Metrics::count(&self.ctx.metrics.reports.writes, "applied");
             }
             Err(error) => self.failed(namespace, "write", &error),
         }
@@ -215,7 +215,7 @@ impl Writer {
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.ctx.client.clone(), namespace, &report_resource());
         match api.delete(&self.name, &DeleteParams::default()).await {
-            Ok(_) => Metrics::count(&self.ctx.metrics.report_writes, "deleted"),
+            Ok(_) => Metrics::count(&self.ctx.metrics.reports.writes, "deleted"),
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(error) => return self.failed(namespace, "delete", &error),
         }
@@ -223,7 +223,7 @@ impl Writer {
     }
 
     fn failed(&mut self, namespace: &str, what: &str, error: &kube::Error) {
-        Metrics::count(&self.ctx.metrics.report_writes, "error");
+        Metrics::count(&self.ctx.metrics.reports.writes, "error");
         let error = describe(error, &self.ctx.api_server);
         tracing::warn!(
             namespace,

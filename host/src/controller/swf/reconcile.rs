@@ -30,10 +30,8 @@ use crate::swf::serving::outcome_without_policy;
 
 /// Write attempts per SWF per pass; after that, the next resync tries again.
 pub const MAX_WRITE_ATTEMPTS: u32 = 4;
-/// Policy failures that say more about the moment (a busy node) than about the SWF: tried again
-/// after [`TRANSIENT_RETRY`] rather than at the next resync. Other failures repeat on the same
-/// input, so the resync is soon enough.
-const TRANSIENT_POLICY_ERRORS: [&str; 2] = ["timeout", "instantiate"];
+/// A transient policy failure (a busy node) is tried again after this rather than at the next
+/// resync; other failures repeat on the same input, so the resync is soon enough.
 const TRANSIENT_RETRY: Duration = Duration::from_secs(15);
 const FIELD_MANAGER: &str = "pipewarden";
 
@@ -93,7 +91,7 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
         decided(&lp, &key, &live, fingerprint);
         let Some(desired) = planned.desired() else {
             let again = match &planned {
-                SwfOutcome::Failed { kind, .. } if TRANSIENT_POLICY_ERRORS.contains(kind) => {
+                SwfOutcome::Failed { kind, .. } if kind.is_transient() => {
                     Action::requeue(lp.resync.min(TRANSIENT_RETRY))
                 }
                 _ => requeue,
@@ -139,7 +137,7 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
             Err(kube::Error::Api(status)) if status.is_conflict() => {
                 count_write(&lp, "conflict");
                 if attempts >= MAX_WRITE_ATTEMPTS {
-                    lp.ctx.metrics.swf_conflicts_exhausted.inc();
+                    lp.ctx.metrics.swf.conflicts_exhausted.inc();
                     let outcome = SwfOutcome::ConflictsExhausted {
                         attempts,
                         resync: lp.resync,
@@ -268,7 +266,7 @@ fn as_value(swf: &DynamicObject) -> Result<Value, SwfError> {
 }
 
 fn count_write(lp: &SwfLoop, outcome: &str) {
-    Metrics::count(&lp.ctx.metrics.swf_writes, outcome);
+    Metrics::count(&lp.ctx.metrics.swf.writes, outcome);
 }
 
 /// Jittered exponential backoff: about 25, 50, 100 ms ... capped at 1 s.

@@ -8,7 +8,7 @@ use kube::{ResourceExt as _, api::ObjectMeta};
 
 use super::SwfLoop;
 use crate::cluster::api_error::describe;
-use crate::metrics::{Metrics, PolicyErrorLabels, ReasonLabel, TargetLabels};
+use crate::metrics::{ReasonLabel, TargetLabels};
 use crate::swf::fleet::SwfState;
 use crate::swf::outcome::{Severity, SwfOutcome};
 use crate::swf::serving::Serving;
@@ -86,7 +86,7 @@ impl TargetStatus {
 /// Counts, logs and (if it has one) publishes the Event of `outcome` about `swf`.
 pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, outcome: &SwfOutcome) {
     let metrics = &lp.ctx.metrics;
-    Metrics::count(&metrics.swf_decisions, outcome.label());
+    metrics.swf.decided(outcome.decision());
     metrics.swfs.record(
         &swf.namespace().unwrap_or_default(),
         &swf.name_any(),
@@ -95,13 +95,7 @@ pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, outcom
         &fleet_detail(outcome),
     );
     if let Some((export, kind)) = outcome.policy_error() {
-        metrics
-            .policy_errors
-            .get_or_create(&PolicyErrorLabels {
-                export: export.name().to_owned(),
-                kind: kind.to_owned(),
-            })
-            .inc();
+        metrics.policy.failed(export, kind);
     }
     let reason = outcome.reason();
     lp.target_status.observe(lp, policy, outcome);
@@ -116,7 +110,7 @@ pub async fn report(lp: &SwfLoop, swf: &DynamicObject, policy: &PolicyId, outcom
         let label = ReasonLabel {
             reason: event_reason.to_owned(),
         };
-        metrics.swf_events_held_back.get_or_create(&label).inc();
+        metrics.swf.events_held_back.get_or_create(&label).inc();
         return;
     }
     let event = Event {

@@ -15,7 +15,9 @@ use crate::controller::context::Context;
 use crate::controller::swf::SwfLoop;
 use crate::controller::swf::packed::{PackedSwf, WatchedSwf};
 use crate::engine::RebuildPolicy;
+use crate::metrics::Label;
 use crate::metrics::{Metrics, OutcomeLabel};
+use crate::swf::outcome::SwfDecision;
 use crate::swf::serving::{Hold, Serving};
 use crate::testing::fake_api::{FakeApi, status};
 use crate::testing::{data, default_policy, default_settings};
@@ -88,11 +90,13 @@ impl Harness {
     }
 
     fn writes(&self, outcome: &str) -> u64 {
-        count(&self.metrics.swf_writes, outcome)
+        count(&self.metrics.swf.writes, outcome)
     }
 
     fn decisions(&self, outcome: &str) -> u64 {
-        count(&self.metrics.swf_decisions, outcome)
+        let outcome = SwfDecision::from_label(outcome).expect("an SWF decision");
+        let label = crate::metrics::SwfDecisionLabel { outcome };
+        self.metrics.swf.decisions.get_or_create(&label).get()
     }
 
     /// The Events created, by reason.
