@@ -42,7 +42,7 @@ async fn the_stale_copy_sequence_notifies_each_real_completion_once() -> Result<
     for (kind, copy) in &stale {
         let handled = controller.inject(*kind, copy).await?;
         let rejected = Handled {
-            decision: "reject-stale",
+            decision: ExitDecision::RejectStale,
             notification: None,
         };
         ensure!(

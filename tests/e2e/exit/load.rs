@@ -14,6 +14,7 @@ use kube::ResourceExt as _;
 use kube::api::{DynamicObject, ListParams};
 use pipewarden::controller::exit_gate::Handled;
 use pipewarden::engine::EventKind::{self, Modified, Relisted};
+use pipewarden::exit::decision::ExitDecision;
 use pipewarden::exit::notification::NOTIFICATION_ANNOTATION;
 use pipewarden::exit::outcome::Outcome;
 use pipewarden_tests::exit_support::*;
@@ -148,7 +149,7 @@ async fn a_thousand_completions_with_stale_replays_notify_exactly_once_each() ->
         .try_collect()
         .await?;
     let rejected = Handled {
-        decision: "reject-stale",
+        decision: ExitDecision::RejectStale,
         notification: None,
     };
     ensure!(
