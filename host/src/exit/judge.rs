@@ -129,7 +129,7 @@ pub fn judge_event(
 /// tombstones: neither consulted (one at the same resourceVersion would reject it) nor raised.
 /// For a replica catching up on completions it saw while it could not act.
 pub fn assess_listed(
-    policy: &Policy,
+    policy: &impl crate::engine::Decisions,
     facts: &WorkflowFacts,
     workflow: &Value,
 ) -> Result<Eligibility, PolicyError> {
