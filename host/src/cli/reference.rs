@@ -9,7 +9,7 @@ pub fn markdown(command: &Command) -> String {
     let mut page = String::from(
         "# Command line reference\n\nGenerated from the binary's own definitions; do not edit. \
          `make cli-reference` writes it again, and `cargo test -p pipewarden --test \
-         cli_reference` fails when it is out of date.\n",
+         cli reference::` fails when it is out of date.\n",
     );
     let mut command = command.clone();
     command.build();
