@@ -3,6 +3,7 @@
 
 mod default_policy;
 pub mod fake_api;
+mod scenario;
 
 pub use default_policy::DefaultPolicy;
 
