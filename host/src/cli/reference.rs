@@ -1,6 +1,6 @@
 //! `docs/reference/cli.md`, rendered from the command definitions themselves: every command,
 //! its usage, and its flags grouped by heading with their variables, defaults and values.
-//! `host/tests/cli_reference.rs` fails when the file is not what this renders.
+//! `host/tests/cli/reference.rs` fails when the file is not what this renders.
 
 use clap::{Arg, Command};
 
