@@ -185,7 +185,7 @@ bench-oci: control-plane policies
 
 # docs/reference/cli.md from the command definitions (a test fails when it is out of date).
 cli-reference:
-	$(call phase,cli reference,UPDATE_CLI_REFERENCE=1 $(CARGO) test -q -p pipewarden --test cli_reference the_cli_reference_is_current)
+	$(call phase,cli reference,UPDATE_CLI_REFERENCE=1 $(CARGO) test -q -p pipewarden --test cli reference::the_cli_reference_is_current)
 
 # The values table in deploy/helm/pipewarden/README.md from values.yaml (a test fails when stale).
 chart-readme:

@@ -1,6 +1,6 @@
 //! `docs/reference/cli.md`, rendered from the command definitions themselves: every command,
 //! its usage, and its flags grouped by heading with their variables, defaults and values.
-//! `host/tests/cli_reference.rs` fails when the file is not what this renders.
+//! `host/tests/cli/reference.rs` fails when the file is not what this renders.
 
 use clap::{Arg, Command};
 
@@ -9,7 +9,7 @@ pub fn markdown(command: &Command) -> String {
     let mut page = String::from(
         "# Command line reference\n\nGenerated from the binary's own definitions; do not edit. \
          `make cli-reference` writes it again, and `cargo test -p pipewarden --test \
-         cli_reference` fails when it is out of date.\n",
+         cli reference::` fails when it is out of date.\n",
     );
     let mut command = command.clone();
     command.build();

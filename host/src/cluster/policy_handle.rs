@@ -8,10 +8,26 @@ use arc_swap::ArcSwap;
 use crate::engine::{Export, Policy, PolicyError};
 use crate::metrics::{ExportLabel, Metrics};
 
+/// The policy the loops hold: the component; in the crate's own tests, the default policy as
+/// the component or compiled natively, so the loops' step tests run before `make policies`.
+#[cfg(not(test))]
+pub type LoopPolicy = Policy;
+#[cfg(test)]
+pub type LoopPolicy = crate::testing::DefaultPolicy;
+
 /// A policy that passed `validate-settings` with these settings.
 pub struct LoadedPolicy {
-    pub policy: Policy,
+    pub policy: LoopPolicy,
     pub settings: String,
+}
+
+impl LoadedPolicy {
+    pub fn new(policy: Policy, settings: String) -> Self {
+        // Identity outside the crate's tests.
+        #[allow(clippy::useless_conversion)]
+        let policy = policy.into();
+        LoadedPolicy { policy, settings }
+    }
 }
 
 #[derive(Clone)]

@@ -53,7 +53,7 @@ pub fn load_policy_keeping_refused(
             },
             "policy loaded"
         );
-        Ok((LoadedPolicy { policy, settings }, refused))
+        Ok((LoadedPolicy::new(policy, settings), refused))
     };
     let result = attempt();
     Metrics::count(

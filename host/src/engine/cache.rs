@@ -176,19 +176,8 @@ fn open_key(dir: &Path) -> std::io::Result<hmac::Key> {
     let user = effective_uid()?;
     ensure_private(dir, user, 0o022)?;
     let path = dir.join(KEY_FILE);
-    let created = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path);
-    match created {
-        Ok(mut file) => {
-            let key: [u8; KEY_BYTES] = rand::random();
-            file.write_all(&hex::encode(key).into_bytes())?;
-            file.sync_all()?;
-        }
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(error) => return Err(error),
+    if !path.exists() {
+        create_key(dir, &path)?;
     }
     // Checked on the open file, then read from it: what is checked is what is read.
     let mut file = std::fs::File::open(&path)?;
@@ -200,6 +189,28 @@ fn open_key(dir: &Path) -> std::io::Result<hmac::Key> {
         .filter(|key| key.len() == KEY_BYTES)
         .ok_or_else(|| std::io::Error::other(format!("{} is not a cache key", path.display())))?;
     Ok(hmac::Key::new(hmac::HMAC_SHA256, &key))
+}
+
+/// Writes a new key beside `path`, then links it in place: whoever opens the cache at the
+/// same time (a test binary's threads, replicas sharing a volume) finds no key or a whole one,
+/// never one half written. The first link wins; the others read it.
+fn create_key(dir: &Path, path: &Path) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{KEY_FILE}.{:016x}.tmp", rand::random::<u64>()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    let key: [u8; KEY_BYTES] = rand::random();
+    let written = file
+        .write_all(&hex::encode(key).into_bytes())
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    match written {
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        other => other,
+    }
 }
 
 /// `path` is owned by `user` and has none of the `forbidden` permission bits.

@@ -128,6 +128,24 @@ fn the_key_is_the_process_users_alone() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Threads opening a fresh cache at once all read a whole key (one of them wrote it).
+#[test]
+fn a_cache_opened_at_once_by_many_finds_a_whole_key() {
+    for round in 0..20 {
+        let dir = dir(&format!("race-{round}"));
+        let opened: Vec<_> = std::thread::scope(|scope| {
+            let opening: Vec<_> = (0..8).map(|_| scope.spawn(|| open_key(&dir))).collect();
+            opening.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        for key in opened {
+            key.expect("a whole key");
+        }
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "the key alone, no temporary file left");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
 /// Policies loaded one after another leave only the newest two artifacts on the volume.
 #[test]
 fn only_the_newest_artifacts_are_kept() {

@@ -1,11 +1,14 @@
 //! The `pipewarden` binary's command line as an operator meets it: what it says about itself,
-//! the flags it refuses, empty inputs, a closed stdout, a run without settings or cluster.
+//! the flags it refuses, empty inputs, a closed stdout, a run without settings or cluster, its
+//! reference, `eval` on the fixtures and the settings keys it warns about.
 
-#[path = "../common/mod.rs"]
 mod common;
 mod eval;
+mod eval_fixtures;
 mod floors;
+mod reference;
 mod run;
+mod settings_keys;
 mod test_cases;
 mod version;
 

@@ -231,6 +231,27 @@ fn workflow(rv: &str, phase: &str, finished_at: &str, mark: Option<&str>) -> Val
     })
 }
 
+/// The script of a completion delivered from its confirming read on: the read finds `live`,
+/// then the claim and the sent mark are written at the next two resourceVersions.
+fn confirmed_claimed_marked(api: &FakeApi, live: Value) {
+    let rv: u64 = live["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|rv| rv.parse().ok())
+        .expect("a numeric resourceVersion");
+    let phase = live["status"]["phase"]
+        .as_str()
+        .expect("a phase")
+        .to_owned();
+    let at = live["status"]["finishedAt"]
+        .as_str()
+        .expect("finished")
+        .to_owned();
+    let after = |n: u64| workflow(&(rv + n).to_string(), &phase, &at, None);
+    api.finds(PATH, live)
+        .writes(PATH, after(1))
+        .writes(PATH, after(2));
+}
+
 fn key(phase: &str, finished_at: &str) -> String {
     format!("{UID}/{STARTED}/{finished_at}/{phase}")
 }
@@ -274,20 +295,7 @@ async fn a_completion_is_confirmed_claimed_recorded_delivered_once_and_marked_se
     let mut h = Harness::new(3).await;
     let at = finished_now();
     let live = workflow("10", "Succeeded", &at, None);
-    h.api
-        .expect(Method::GET, PATH, 200, live.clone())
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("11", "Succeeded", &at, None),
-        )
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("12", "Succeeded", &at, None),
-        );
+    confirmed_claimed_marked(&h.api, live.clone());
     assert_eq!(h.complete(&live).await, Outcome::Sent);
     h.api.assert_done();
     let key = key("Succeeded", &at);
@@ -306,32 +314,8 @@ async fn a_claim_that_meets_a_conflict_reads_again_and_claims_at_the_new_version
     let mut h = Harness::new(3).await;
     let at = finished_now();
     let live = workflow("10", "Succeeded", &at, None);
-    h.api
-        .expect(Method::GET, PATH, 200, live.clone())
-        .expect(
-            Method::PATCH,
-            PATH,
-            409,
-            status(409, "Conflict", "modified"),
-        )
-        .expect(
-            Method::GET,
-            PATH,
-            200,
-            workflow("13", "Succeeded", &at, None),
-        )
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("14", "Succeeded", &at, None),
-        )
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("15", "Succeeded", &at, None),
-        );
+    h.api.finds(PATH, live.clone()).write_conflicts(PATH);
+    confirmed_claimed_marked(&h.api, workflow("13", "Succeeded", &at, None));
     assert_eq!(h.complete(&live).await, Outcome::Sent);
     h.api.assert_done();
     let versions: Vec<String> = h
@@ -355,19 +339,9 @@ async fn a_failed_read_costs_an_attempt_and_the_next_attempt_delivers() {
             503,
             status(503, "ServiceUnavailable", "busy"),
         )
-        .expect(Method::GET, PATH, 200, live.clone())
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("11", "Failed", &at, None),
-        )
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("12", "Failed", &at, None),
-        );
+        .finds(PATH, live.clone())
+        .writes(PATH, workflow("11", "Failed", &at, None))
+        .writes(PATH, workflow("12", "Failed", &at, None));
     assert_eq!(h.complete(&live).await, Outcome::Sent);
     h.api.assert_done();
     assert_eq!(h.receiver.posts(), 1);
@@ -391,7 +365,7 @@ async fn a_stale_event_the_api_server_does_not_confirm_writes_and_sends_nothing(
     // The live workflow is running again (a retry): the event's completion is not confirmed.
     let mut running = workflow("20", "Running", "", None);
     running["status"]["finishedAt"] = Value::Null;
-    h.api.expect(Method::GET, PATH, 200, running);
+    h.api.finds(PATH, running);
     assert_eq!(h.complete(&seen).await, Outcome::Unconfirmed);
     h.api.assert_done();
     assert!(h.patches().is_empty() && h.api.events().is_empty());
@@ -404,12 +378,8 @@ async fn a_completion_already_marked_sent_is_not_sent_again() {
     let at = finished_now();
     let seen = workflow("10", "Succeeded", &at, None);
     let mark = format!("sent/{}", key("Succeeded", &at));
-    h.api.expect(
-        Method::GET,
-        PATH,
-        200,
-        workflow("11", "Succeeded", &at, Some(&mark)),
-    );
+    h.api
+        .finds(PATH, workflow("11", "Succeeded", &at, Some(&mark)));
     assert_eq!(h.complete(&seen).await, Outcome::AlreadyNotified);
     h.api.assert_done();
     assert_eq!(h.receiver.posts(), 0);
@@ -424,8 +394,7 @@ async fn a_workflow_gone_without_a_delete_event_is_left_alone_after_three_reads(
     let at = finished_now();
     let seen = workflow("10", "Succeeded", &at, None);
     for _ in 0..3 {
-        h.api
-            .expect(Method::GET, PATH, 404, status(404, "NotFound", "gone"));
+        h.api.finds_nothing(PATH);
     }
     assert_eq!(h.complete(&seen).await, Outcome::Gone);
     h.api.assert_done();
@@ -437,12 +406,9 @@ async fn a_completion_older_than_the_catch_up_window_is_reported_and_marked_skip
     let mut h = Harness::new(3).await;
     let at = (Timestamp::now() - SignedDuration::from_hours(3)).to_string();
     let live = workflow("10", "Succeeded", &at, None);
-    h.api.expect(Method::GET, PATH, 200, live.clone()).expect(
-        Method::PATCH,
-        PATH,
-        200,
-        workflow("11", "Succeeded", &at, None),
-    );
+    h.api
+        .finds(PATH, live.clone())
+        .writes(PATH, workflow("11", "Succeeded", &at, None));
     assert_eq!(h.complete(&live).await, Outcome::SkippedOld);
     h.api.assert_done();
     let skipped = format!("skipped/{}", key("Succeeded", &at));
@@ -468,18 +434,13 @@ async fn a_receiver_that_keeps_failing_is_given_up_with_a_failed_mark_and_a_warn
         )
     };
     h.api
-        .expect(Method::GET, PATH, 200, live.clone())
-        .expect(Method::PATCH, PATH, 200, mine("11"))
+        .finds(PATH, live.clone())
+        .writes(PATH, mine("11"))
         // The second attempt confirms the claim is still this replica's (fresh: not renewed).
-        .expect(Method::GET, PATH, 200, mine("11"))
+        .finds(PATH, mine("11"))
         // Giving up: the mark is written where the workflow still shows the claim.
-        .expect(Method::GET, PATH, 200, mine("11"))
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("12", "Succeeded", &at, None),
-        );
+        .finds(PATH, mine("11"))
+        .writes(PATH, workflow("12", "Succeeded", &at, None));
     assert_eq!(h.complete(&live).await, Outcome::GaveUp);
     h.api.assert_done();
     assert_eq!(h.receiver.posts(), 2, "one POST per attempt");
@@ -508,23 +469,11 @@ async fn a_mark_that_meets_a_conflict_is_written_again_while_the_claim_is_ours()
     let key = key("Succeeded", &at);
     let pending = format!("pending/{key}");
     h.api
-        .expect(Method::GET, PATH, 200, live.clone())
-        .expect(
-            Method::PATCH,
+        .finds(PATH, live.clone())
+        .writes(PATH, workflow("11", "Succeeded", &at, Some(&pending)))
+        .write_conflicts(PATH)
+        .finds(
             PATH,
-            200,
-            workflow("11", "Succeeded", &at, Some(&pending)),
-        )
-        .expect(
-            Method::PATCH,
-            PATH,
-            409,
-            status(409, "Conflict", "modified"),
-        )
-        .expect(
-            Method::GET,
-            PATH,
-            200,
             claimed_by(
                 workflow("16", "Succeeded", &at, Some(&pending)),
                 &me(),
@@ -532,12 +481,7 @@ async fn a_mark_that_meets_a_conflict_is_written_again_while_the_claim_is_ours()
                 &MarkKey::none(),
             ),
         )
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("17", "Succeeded", &at, None),
-        );
+        .writes(PATH, workflow("17", "Succeeded", &at, None));
     assert_eq!(h.complete(&live).await, Outcome::Sent);
     h.api.assert_done();
     let marks: Vec<(String, String)> = h
@@ -573,14 +517,9 @@ async fn a_claim_lost_to_another_replica_is_left_to_it_and_not_delivered() {
         &MarkKey::none(),
     );
     h.api
-        .expect(Method::GET, PATH, 200, live.clone())
-        .expect(
-            Method::PATCH,
-            PATH,
-            409,
-            status(409, "Conflict", "modified"),
-        )
-        .expect(Method::GET, PATH, 200, theirs);
+        .finds(PATH, live.clone())
+        .write_conflicts(PATH)
+        .finds(PATH, theirs);
     assert_eq!(h.complete(&live).await, Outcome::ClaimedElsewhere);
     h.api.assert_done();
     assert_eq!(h.receiver.posts(), 0);
@@ -600,23 +539,10 @@ async fn a_claim_whose_holder_is_gone_is_taken_over_once_seen_unchanged_for_its_
         1,
         &MarkKey::none(),
     );
-    h.api.expect(Method::GET, PATH, 200, expired.clone());
+    h.api.finds(PATH, expired.clone());
     assert_eq!(h.complete(&expired).await, Outcome::ClaimedElsewhere);
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    h.api
-        .expect(Method::GET, PATH, 200, expired.clone())
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("21", "Succeeded", &at, None),
-        )
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("22", "Succeeded", &at, None),
-        );
+    confirmed_claimed_marked(&h.api, expired.clone());
     assert_eq!(h.complete(&expired).await, Outcome::Sent);
     h.api.assert_done();
     let patches = h.patches();
@@ -634,7 +560,7 @@ async fn a_claim_whose_holder_is_gone_is_taken_over_once_seen_unchanged_for_its_
         30,
         &MarkKey::none(),
     );
-    h.api.expect(Method::GET, PATH, 200, fresh.clone());
+    h.api.finds(PATH, fresh.clone());
     assert_eq!(h.complete(&fresh).await, Outcome::ClaimedElsewhere);
     h.api.assert_done();
     assert_eq!(h.receiver.posts(), 0);
@@ -654,12 +580,9 @@ async fn with_a_mark_key_a_pending_mark_the_controller_did_not_sign_is_not_a_cla
         3600,
         &MarkKey::none(),
     );
-    h.api.expect(Method::GET, PATH, 200, forged.clone()).expect(
-        Method::PATCH,
-        PATH,
-        200,
-        workflow("11", "Succeeded", &at, None),
-    );
+    h.api
+        .finds(PATH, forged.clone())
+        .writes(PATH, workflow("11", "Succeeded", &at, None));
     assert_eq!(h.complete(&forged).await, Outcome::SkippedOld);
     h.api.assert_done();
     assert_eq!(h.receiver.posts(), 0);
@@ -674,7 +597,7 @@ async fn with_a_mark_key_a_pending_mark_the_controller_did_not_sign_is_not_a_cla
         60,
         &key,
     );
-    h.api.expect(Method::GET, PATH, 200, signed.clone());
+    h.api.finds(PATH, signed.clone());
     assert_eq!(h.complete(&signed).await, Outcome::ClaimedElsewhere);
     h.api.assert_done();
 }
@@ -706,20 +629,10 @@ async fn forged_pending_marks_found_by_the_sweep_send_nothing() {
     });
     let old_path = "/namespaces/team-a/workflows/three-hours-ago";
     h.api
-        .expect(Method::GET, "/workflows", 200, list)
+        .finds("/workflows", list)
         // The old one is taken up as the watch path would, and found too old.
-        .expect(
-            Method::GET,
-            old_path,
-            200,
-            forged("three-hours-ago", &old, true),
-        )
-        .expect(
-            Method::PATCH,
-            old_path,
-            200,
-            workflow("31", "Succeeded", &old, None),
-        );
+        .finds(old_path, forged("three-hours-ago", &old, true))
+        .writes(old_path, workflow("31", "Succeeded", &old, None));
     super::sweep::sweep_once(&h.gate).await;
     while let Ok(task) = h.tasks.try_recv() {
         tokio::time::timeout(Duration::from_secs(20), task)
@@ -749,16 +662,11 @@ async fn our_own_claim_is_judged_by_our_clock_not_the_end_it_names() {
         &MarkKey::none(),
     );
     h.api
-        .expect(Method::GET, PATH, 200, live.clone())
-        .expect(Method::PATCH, PATH, 200, aging.clone())
-        .expect(Method::GET, PATH, 200, aging.clone())
-        .expect(Method::GET, PATH, 200, aging)
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("13", "Succeeded", &at, None),
-        );
+        .finds(PATH, live.clone())
+        .writes(PATH, aging.clone())
+        .finds(PATH, aging.clone())
+        .finds(PATH, aging)
+        .writes(PATH, workflow("13", "Succeeded", &at, None));
     assert_eq!(h.complete(&live).await, Outcome::GaveUp);
     h.api.assert_done();
     let patches = h.patches();
@@ -781,7 +689,7 @@ async fn a_replica_whose_clock_runs_80_s_ahead_does_not_take_over_a_live_claim()
         70,
         &MarkKey::none(),
     );
-    h.api.expect(Method::GET, PATH, 200, live_claim.clone());
+    h.api.finds(PATH, live_claim.clone());
     assert_eq!(h.complete(&live_claim).await, Outcome::ClaimedElsewhere);
     h.api.assert_done();
     assert!(h.patches().is_empty());
@@ -802,20 +710,7 @@ async fn a_claim_holding_past_its_ttl_and_the_slack_is_no_claim() {
         365 * 86_400,
         &MarkKey::none(),
     );
-    h.api
-        .expect(Method::GET, PATH, 200, year.clone())
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("21", "Succeeded", &at, None),
-        )
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("22", "Succeeded", &at, None),
-        );
+    confirmed_claimed_marked(&h.api, year.clone());
     assert_eq!(h.complete(&year).await, Outcome::Sent);
     h.api.assert_done();
     assert_eq!(h.receiver.posts(), 1);
@@ -826,7 +721,7 @@ async fn observe_mode_confirms_records_an_event_and_writes_and_sends_nothing() {
     let h = Harness::observing().await;
     let at = finished_now();
     let live = workflow("10", "Succeeded", &at, None);
-    h.api.expect(Method::GET, PATH, 200, live.clone());
+    h.api.finds(PATH, live.clone());
     assert_eq!(h.observe(&live).await, Outcome::Observed);
     // Seen again: settled, no second read or Event, and counted apart.
     assert_eq!(h.observe(&live).await, Outcome::AlreadyObserved);
@@ -843,19 +738,19 @@ async fn observe_mode_tells_a_stale_copy_an_old_completion_and_a_sent_one_apart(
     let running = workflow("9", "Running", "", None);
     let mut stale = workflow("8", "Failed", &at, None);
     stale["metadata"]["resourceVersion"] = json!("8");
-    h.api.expect(Method::GET, PATH, 200, running);
+    h.api.finds(PATH, running);
     assert_eq!(h.observe(&stale).await, Outcome::Unconfirmed);
 
     let old = (Timestamp::now() - SignedDuration::from_hours(3)).to_string();
     let live_old = workflow("10", "Succeeded", &old, None);
-    h.api.expect(Method::GET, PATH, 200, live_old.clone());
+    h.api.finds(PATH, live_old.clone());
     assert_eq!(h.observe(&live_old).await, Outcome::SkippedOld);
 
     let sent_at = finished_now();
     let sent = workflow("12", "Failed", &sent_at, None);
     let mark = format!("sent/{}", key("Failed", &sent_at));
     let marked = workflow("12", "Failed", &sent_at, Some(&mark));
-    h.api.expect(Method::GET, PATH, 200, marked);
+    h.api.finds(PATH, marked);
     assert_eq!(h.observe(&sent).await, Outcome::AlreadyNotified);
 
     h.api.assert_done();
@@ -890,21 +785,11 @@ async fn observe_mode_sweep_reports_claims_left_pending_and_writes_and_sends_not
         "items": [expired.clone(), holding.clone()]
     });
     h.api
-        .expect(Method::GET, "/workflows", 200, list.clone())
-        .expect(
-            Method::GET,
-            "/namespaces/team-a/workflows/expired",
-            200,
-            expired,
-        )
-        .expect(
-            Method::GET,
-            "/namespaces/team-a/workflows/holding",
-            200,
-            holding,
-        )
+        .finds("/workflows", list.clone())
+        .finds("/namespaces/team-a/workflows/expired", expired)
+        .finds("/namespaces/team-a/workflows/holding", holding)
         // The second sweep: reported already, nothing read or recorded again.
-        .expect(Method::GET, "/workflows", 200, list);
+        .finds("/workflows", list);
     super::sweep::sweep_once(&h.gate).await;
     super::sweep::sweep_once(&h.gate).await;
     h.api.assert_done();
@@ -931,12 +816,8 @@ async fn observe_mode_sweep_reports_claims_left_pending_and_writes_and_sends_not
 async fn observe_mode_reports_a_completion_claimed_by_a_notifying_controller() {
     let h = Harness::observing().await;
     let holding = left_pending("holding", &other(), 60);
-    h.api.expect(
-        Method::GET,
-        "/namespaces/team-a/workflows/holding",
-        200,
-        holding.clone(),
-    );
+    h.api
+        .finds("/namespaces/team-a/workflows/holding", holding.clone());
     assert_eq!(h.observe(&holding).await, Outcome::Observed);
     h.api.assert_done();
     assert!(h.patches().is_empty());
@@ -967,12 +848,9 @@ async fn every_attempt_sends_the_body_the_claim_froze() {
         w
     };
     // The claim is answered as written (rv 11); the second attempt reads it back below.
-    h.api.expect(Method::GET, PATH, 200, live.clone()).expect(
-        Method::PATCH,
-        PATH,
-        200,
-        workflow("11", "Failed", &at, None),
-    );
+    h.api
+        .finds(PATH, live.clone())
+        .writes(PATH, workflow("11", "Failed", &at, None));
     let facts = WorkflowFacts::read(&live).unwrap();
     let (tell, hear) = oneshot::channel();
     assert!(
@@ -992,18 +870,8 @@ async fn every_attempt_sends_the_body_the_claim_froze() {
     );
     h.receiver.status.store(200, Ordering::SeqCst);
     h.api
-        .expect(
-            Method::GET,
-            PATH,
-            200,
-            claimed_at("15", "edited since", &claim),
-        )
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("16", "Failed", &at, None),
-        );
+        .finds(PATH, claimed_at("15", "edited since", &claim))
+        .writes(PATH, workflow("16", "Failed", &at, None));
     running.await.unwrap();
     assert_eq!(hear.await.unwrap(), Outcome::Sent);
     let bodies = h.receiver.bodies.lock().unwrap().clone();

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use http::Method;
 use serde_json::{Value, json};
 
 use super::{
@@ -32,10 +31,8 @@ async fn a_rerun_completing_in_the_same_second_with_the_same_phase_is_notified_a
     let marked = format!("sent/{first}");
     // `argo retry`: running again, the mark of the first run still on it.
     let running = workflow("20", "Running", "", Some(&marked));
-    h.api.expect(
-        Method::PATCH,
+    h.api.writes(
         PATH,
-        200,
         with_run(workflow("21", "Running", "", Some(&marked)), "2"),
     );
     note(&h.gate, &seen(&running));
@@ -53,19 +50,9 @@ async fn a_rerun_completing_in_the_same_second_with_the_same_phase_is_notified_a
     // The re-run fails again in the same second: same startedAt, finishedAt and phase.
     let again = with_run(workflow("22", "Failed", &at, Some(&marked)), "2");
     h.api
-        .expect(Method::GET, PATH, 200, again.clone())
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("23", "Failed", &at, None),
-        )
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("24", "Failed", &at, None),
-        );
+        .finds(PATH, again.clone())
+        .writes(PATH, workflow("23", "Failed", &at, None))
+        .writes(PATH, workflow("24", "Failed", &at, None));
     assert_eq!(h.complete(&again).await, Outcome::Sent);
     h.api.assert_done();
     assert_eq!(h.receiver.posts(), 1, "the re-run is notified");

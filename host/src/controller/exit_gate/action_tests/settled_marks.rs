@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use http::Method;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
@@ -61,19 +60,9 @@ async fn a_settled_mark_the_controller_did_not_sign_settles_nothing() {
     for (what, forged) in forgeries(&at) {
         let mut h = Harness::with_key(3, mark_key()).await;
         h.api
-            .expect(Method::GET, PATH, 200, forged.clone())
-            .expect(
-                Method::PATCH,
-                PATH,
-                200,
-                workflow("11", "Succeeded", &at, None),
-            )
-            .expect(
-                Method::PATCH,
-                PATH,
-                200,
-                workflow("12", "Succeeded", &at, None),
-            );
+            .finds(PATH, forged.clone())
+            .writes(PATH, workflow("11", "Succeeded", &at, None))
+            .writes(PATH, workflow("12", "Succeeded", &at, None));
         assert_eq!(h.complete(&forged).await, Outcome::Sent, "{what}");
         h.api.assert_done();
         assert_eq!(h.receiver.posts(), 1, "{what}: notified once");
@@ -97,12 +86,9 @@ async fn a_forged_settled_mark_on_an_old_completion_is_reported_not_notified() {
     let at = (Timestamp::now() - SignedDuration::from_hours(3)).to_string();
     let mut h = Harness::with_key(3, mark_key()).await;
     let (_, forged) = forgeries(&at).remove(0);
-    h.api.expect(Method::GET, PATH, 200, forged.clone()).expect(
-        Method::PATCH,
-        PATH,
-        200,
-        workflow("11", "Succeeded", &at, None),
-    );
+    h.api
+        .finds(PATH, forged.clone())
+        .writes(PATH, workflow("11", "Succeeded", &at, None));
     assert_eq!(h.complete(&forged).await, Outcome::SkippedOld);
     h.api.assert_done();
     assert_eq!(h.receiver.posts(), 0);
@@ -130,7 +116,7 @@ async fn a_settled_mark_the_controller_signed_settles_the_completion() {
         )
     };
     let mut h = Harness::with_key(3, mark_key()).await;
-    h.api.expect(Method::GET, PATH, 200, signed("sent"));
+    h.api.finds(PATH, signed("sent"));
     assert_eq!(h.complete(&signed("sent")).await, Outcome::AlreadyNotified);
     h.api.assert_done();
     for (state, outcome) in [
@@ -150,19 +136,9 @@ async fn a_settled_mark_the_controller_signed_settles_the_completion() {
     // A forged one goes on to the action path, which reads the workflow.
     let (_, forged) = forgeries(&at).remove(0);
     let mut h = Harness::with_key(3, mark_key()).await;
-    h.api.expect(Method::GET, PATH, 200, forged.clone());
-    h.api.expect(
-        Method::PATCH,
-        PATH,
-        200,
-        workflow("11", "Succeeded", &at, None),
-    );
-    h.api.expect(
-        Method::PATCH,
-        PATH,
-        200,
-        workflow("12", "Succeeded", &at, None),
-    );
+    h.api.finds(PATH, forged.clone());
+    h.api.writes(PATH, workflow("11", "Succeeded", &at, None));
+    h.api.writes(PATH, workflow("12", "Succeeded", &at, None));
     let seen = Seen::of(&forged).unwrap();
     assert_eq!(enter(&h.gate, &seen, Origin::Seen, None).await, None);
     let task = h.tasks.recv().await.expect("an action task");
@@ -185,26 +161,11 @@ async fn a_forged_mark_that_replaced_the_claim_after_delivery_is_written_over() 
     let mut forged_later = forged.clone();
     forged_later["metadata"]["resourceVersion"] = json!("12");
     h.api
-        .expect(Method::GET, PATH, 200, live.clone())
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("11", "Succeeded", &at, None),
-        )
-        .expect(
-            Method::PATCH,
-            PATH,
-            409,
-            crate::testing::fake_api::status(409, "Conflict", "changed"),
-        )
-        .expect(Method::GET, PATH, 200, forged_later)
-        .expect(
-            Method::PATCH,
-            PATH,
-            200,
-            workflow("13", "Succeeded", &at, None),
-        );
+        .finds(PATH, live.clone())
+        .writes(PATH, workflow("11", "Succeeded", &at, None))
+        .write_conflicts(PATH)
+        .finds(PATH, forged_later)
+        .writes(PATH, workflow("13", "Succeeded", &at, None));
     assert_eq!(h.complete(&live).await, Outcome::Sent);
     h.api.assert_done();
     assert_eq!(h.receiver.posts(), 1);

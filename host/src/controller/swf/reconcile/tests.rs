@@ -141,14 +141,10 @@ fn written(rv: &str) -> Value {
     })
 }
 
-fn conflict() -> Value {
-    status(409, "Conflict", "the object has been modified")
-}
-
 #[tokio::test]
 async fn a_stale_swf_is_rebuilt_by_one_patch_preconditioned_on_the_version_it_was_planned_from() {
     let h = Harness::new(RebuildPolicy::Always, true);
-    h.api.expect(Method::PATCH, PATH, 200, written("101"));
+    h.api.writes(PATH, written("101"));
     let action = h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
     h.api.assert_done();
     assert_eq!(action, Action::requeue(RESYNC));
@@ -166,9 +162,9 @@ async fn a_stale_swf_is_rebuilt_by_one_patch_preconditioned_on_the_version_it_wa
 async fn a_conflict_is_read_again_planned_again_and_written_with_the_new_version() {
     let h = Harness::new(RebuildPolicy::Always, true);
     h.api
-        .expect(Method::PATCH, PATH, 409, conflict())
-        .expect(Method::GET, PATH, 200, live("swf/kfp-2.3.yaml", "105"))
-        .expect(Method::PATCH, PATH, 200, written("106"));
+        .write_conflicts(PATH)
+        .finds(PATH, live("swf/kfp-2.3.yaml", "105"))
+        .writes(PATH, written("106"));
     h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
     h.api.assert_done();
     let versions: Vec<Value> = h
@@ -186,11 +182,10 @@ async fn a_conflict_is_read_again_planned_again_and_written_with_the_new_version
 async fn conflicts_every_time_end_after_the_attempt_budget_with_one_warning() {
     let h = Harness::new(RebuildPolicy::Always, true);
     for attempt in 0..super::MAX_WRITE_ATTEMPTS {
-        h.api.expect(Method::PATCH, PATH, 409, conflict());
+        h.api.write_conflicts(PATH);
         if attempt + 1 < super::MAX_WRITE_ATTEMPTS {
             let rv = (101 + attempt).to_string();
-            h.api
-                .expect(Method::GET, PATH, 200, live("swf/kfp-2.3.yaml", &rv));
+            h.api.finds(PATH, live("swf/kfp-2.3.yaml", &rv));
         }
     }
     let action = h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
@@ -204,12 +199,7 @@ async fn conflicts_every_time_end_after_the_attempt_budget_with_one_warning() {
 #[tokio::test]
 async fn an_swf_deleted_meanwhile_is_never_recreated() {
     let h = Harness::new(RebuildPolicy::Always, true);
-    h.api.expect(Method::PATCH, PATH, 409, conflict()).expect(
-        Method::GET,
-        PATH,
-        404,
-        status(404, "NotFound", "gone"),
-    );
+    h.api.write_conflicts(PATH).finds_nothing(PATH);
     let action = h.reconcile(&live("swf/kfp-2.3.yaml", "100")).await.unwrap();
     h.api.assert_done();
     assert_eq!(action, Action::await_change());
@@ -283,8 +273,8 @@ async fn a_fight_with_another_writer_ends_after_the_write_budget_with_one_warnin
     // Another writer puts the 2.3 compile back after each of our writes.
     let h = Harness::with_budget(RebuildPolicy::Always, true, 2);
     h.api
-        .expect(Method::PATCH, PATH, 200, written("101"))
-        .expect(Method::PATCH, PATH, 200, written("103"));
+        .writes(PATH, written("101"))
+        .writes(PATH, written("103"));
     for rv in ["100", "102", "104", "106"] {
         h.reconcile(&live("swf/kfp-2.3.yaml", rv)).await.unwrap();
     }

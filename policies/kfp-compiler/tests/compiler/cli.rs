@@ -1,14 +1,14 @@
 //! The `kfp-compile` binary: output, settings, exit codes, and a reader that goes away.
 
-mod support;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use kfp_compiler::{CompileOptions, Release};
 use serde_json::{Value, json};
-use support::*;
+
+use crate::support;
+use crate::support::*;
 
 fn kfp_compile(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kfp-compile"))

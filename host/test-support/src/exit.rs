@@ -1,8 +1,6 @@
 //! Workflows as Argo leaves them and the two ways to decide on them (the compiled default
 //! policy, and the same rules compiled natively), shared by the exit-gate tests and bench.
 
-#![allow(dead_code)]
-
 use pipewarden::engine::native;
 use pipewarden::engine::{
     Decisions, Eligibility, PolicyError, RebuildDecision, RebuildInput, RenderContext, Tombstone,

@@ -10,18 +10,13 @@
 //!
 //! `cargo bench -p pipewarden --bench policy` (after `make policies sdk-examples`).
 
-#[path = "policy/busy.rs"]
 mod busy;
-#[path = "../tests/common/mod.rs"]
-mod common;
-#[path = "../tests/exit_support/mod.rs"]
-mod exit_support;
-#[path = "policy/load.rs"]
 mod load;
-#[path = "policy/sampled.rs"]
 mod sampled;
-#[path = "policy/sdk.rs"]
 mod sdk;
+
+use pipewarden_test_support as common;
+use pipewarden_test_support::exit as exit_support;
 
 use anyhow::Context as _;
 use common::*;

@@ -1,12 +1,11 @@
 //! IR recovery: from every KFP 2.17.0 golden and from a KFP 2.3.0 compile, and refusals.
 
-mod support;
-
 use std::fmt::Write;
 
 use kfp_compiler::{CompileOptions, Layout, RecoverError, compile_job, recover_ir};
 use serde_json::{Value, json};
-use support::*;
+
+use crate::support::*;
 
 /// Recovering a golden and compiling the result again, in the case's environments, gives
 /// the golden back exactly (no sorting of Go's random orders needed: they are recovered).

@@ -6,12 +6,10 @@
 //!
 //! `cargo bench -p pipewarden --bench exit_gate` (after `make policies`).
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-#[path = "exit_gate_support/delivery.rs"]
 mod delivery;
-#[path = "../tests/exit_support/mod.rs"]
-mod exit_support;
+
+use pipewarden_test_support as common;
+use pipewarden_test_support::exit as exit_support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

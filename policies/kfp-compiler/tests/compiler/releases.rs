@@ -12,14 +12,13 @@
 //!
 //! `KFP_RELEASES=2.16.1,2.17.0` limits a run to some releases.
 
-mod support;
-
 use std::fmt::Write;
 
 use kfp_compiler::{Release, compile_job, recover_ir};
 use serde_json::Value;
-use support::releases::*;
-use support::{diff, render_differences};
+
+use crate::support::releases::*;
+use crate::support::{diff, render_differences};
 
 /// Outcomes of one release under one settings file.
 struct Row {

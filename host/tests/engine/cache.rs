@@ -1,10 +1,8 @@
 //! The compiled-artifact cache: a second load comes from it, and a damaged artifact or one
 //! without its MAC is recompiled rather than trusted.
 
-mod common;
-
-use common::built_policy;
 use pipewarden::engine::{CodeSource, Policy, PolicyOptions};
+use pipewarden_test_support::built_policy;
 
 fn cache_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!(
@@ -32,7 +30,7 @@ fn a_second_load_comes_from_the_cache() {
         second.load_report().code_time
     );
     second
-        .validate_settings(&common::read(
+        .validate_settings(&pipewarden_test_support::read(
             "policies/kfp-default/settings/kfp-2.17.0.json",
         ))
         .unwrap();

@@ -11,16 +11,15 @@
 //! flags; parsing stops at the first argument that is not a flag. The release's own outputs
 //! are checked the same way, which checks the flag lists.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use kfp_compiler::{CompileOptions, Release};
 use serde::Deserialize;
 use serde_json::Value;
-use support::releases::*;
-use support::upstream_dir;
+
+use crate::support::releases::*;
+use crate::support::upstream_dir;
 
 #[derive(Deserialize)]
 struct FlagFile {

@@ -3,11 +3,9 @@
 //! nothing crosses SWFs. The hostile policy's `count` mode says how many calls its instance
 //! served.
 
-mod common;
-
-use common::{built_policy, cached_options, swf_fixture};
 use pipewarden::engine::{Policy, PolicyError, RebuildPolicy};
 use pipewarden::swf::decide::{RenderTarget, decide};
+use pipewarden_test_support::{built_policy, cached_options, swf_fixture};
 
 #[test]
 fn both_calls_of_one_decision_share_an_instance_and_the_next_decision_gets_a_fresh_one() {

@@ -1,9 +1,8 @@
 //! `pipewarden eval` as an author runs it: the binary, the default policy, the fixtures.
 
-mod common;
-
-use common::repo_path;
 use serde_json::Value;
+
+use super::common::{self, repo_path};
 
 const SETTINGS: &str = "policies/kfp-default/settings/kfp-2.17.0.json";
 

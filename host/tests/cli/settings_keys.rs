@@ -2,9 +2,7 @@
 //! ignored, so one a letter or two from a known key is named in a warning with the key it
 //! likely meant; a known variable holding a non-string is refused, naming it.
 
-mod common;
-
-use common::repo_path;
+use super::common::{self, repo_path};
 
 fn eval_with_settings(settings: &str) -> (bool, String) {
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

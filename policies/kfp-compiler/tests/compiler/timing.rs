@@ -1,13 +1,12 @@
 //! Native compile and recover times on IRs of about 10 KB and on the largest one.
 //!
-//! `cargo test -p kfp-compiler --release --test timing -- --ignored --nocapture`
-
-mod support;
+//! `cargo test -p kfp-compiler --release --test compiler -- --ignored --nocapture timing::`
 
 use std::time::{Duration, Instant};
 
 use kfp_compiler::{CompileOptions, Release, recover_ir};
-use support::*;
+
+use crate::support::*;
 
 const CASES: [&str; 4] = [
     "collected_parameters",

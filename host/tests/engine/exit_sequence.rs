@@ -3,20 +3,17 @@
 //! component and once through the same rules compiled natively: the decision, the action and
 //! the tombstone at each step.
 
-mod common;
-mod exit_support;
-
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use exit_support::{ExitOnly, FINISHED, U1, U2, completed, native, workflow};
 use pipewarden::engine::{
     Eligibility, EventKind, Policy, PolicyError, PolicyOptions, Tombstone, WorkflowEvent,
 };
 use pipewarden::exit::TombstoneCache;
 use pipewarden::exit::judge::{assess, eligibility_parts};
 use pipewarden::exit::tombstone::{ManualClock, ResourceVersion};
+use pipewarden_test_support::exit::{ExitOnly, FINISHED, U1, U2, completed, native, workflow};
 use serde_json::Value;
 
 use EventKind::{Added, Deleted, Modified, Relisted};
@@ -53,8 +50,11 @@ fn default_policy() -> &'static Policy {
             decision_timeout: Duration::from_secs(2),
             ..PolicyOptions::default()
         };
-        Policy::load(&common::built_policy("kfp-default"), options)
-            .expect("load the default policy")
+        Policy::load(
+            &pipewarden_test_support::built_policy("kfp-default"),
+            options,
+        )
+        .expect("load the default policy")
     })
 }
 

@@ -1,16 +1,14 @@
 //! The engine against hostile guests: every failure is its own error variant, costs one
 //! decision, and leaves the process able to evaluate a good policy right after.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{built_policy, cached_options, read, swf_fixture};
 use pipewarden::engine::{
     Eligibility, EventKind, Export, LoadError, Policy, PolicyError, PolicyErrorKind, PolicyOptions,
     RebuildInput, RebuildPolicy, RenderContext, RetryObserver, Stamps, WorkflowEvent,
 };
+use pipewarden_test_support::{built_policy, cached_options, read, swf_fixture};
 use serde_json::json;
 
 const PANIC_MESSAGE: &str = "hostile policy panicked on purpose";

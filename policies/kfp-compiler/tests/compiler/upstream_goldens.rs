@@ -8,11 +8,9 @@
 //! task dependencies, which is random in Go itself ([`without_go_map_order`]): a case equal
 //! only once those lists are sorted passes, and the table says so.
 
-mod support;
-
 use std::fmt::Write;
 
-use support::*;
+use crate::support::*;
 
 enum Verdict {
     Pass,

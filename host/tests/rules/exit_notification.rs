@@ -1,11 +1,8 @@
 //! The once-per-completion rules: what a fresh read of the workflow allows, the annotation
 //! that records a claim and a delivery, the webhook body, and the retry arithmetic.
 
-mod exit_support;
-
 use std::time::Duration;
 
-use exit_support::{FINISHED, U1, U2, completed, workflow};
 use k8s_openapi::jiff::Timestamp;
 use pipewarden::exit::claim::{CLAIM_ANNOTATION, Claim, Claimant, MarkKey};
 use pipewarden::exit::event::WorkflowFacts;
@@ -15,6 +12,7 @@ use pipewarden::exit::notification::{
 };
 use pipewarden::exit::outcome::Outcome;
 use pipewarden::exit::retry::{backoff, retryable_status};
+use pipewarden_test_support::exit::{FINISHED, U1, U2, completed, workflow};
 use serde_json::{Value, json};
 
 /// The plan for `seen` given `live` as the API server returned it, read as the action path
