@@ -9,7 +9,7 @@ use crate::swf::outcome::SwfDecision;
 
 /// A label value from a closed set (an enum), as Prometheus shows it.
 pub trait Label: Copy + Sized + 'static {
-    /// Every value, for series that start at zero.
+    /// Every value.
     const ALL: &'static [Self];
 
     fn label(&self) -> &'static str;
@@ -111,4 +111,31 @@ pub struct TargetLabels {
 pub struct PolicyErrorLabels {
     pub export: String,
     pub kind: PolicyErrorKind,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each closed set shows distinct values, each read back as itself.
+    fn round_trips<L: Label + PartialEq + std::fmt::Debug>() {
+        let shown: std::collections::BTreeSet<_> = L::ALL.iter().map(|l| l.label()).collect();
+        assert_eq!(shown.len(), L::ALL.len(), "{:?}", L::ALL);
+        for value in L::ALL {
+            assert_eq!(L::from_label(value.label()), Some(*value));
+        }
+    }
+
+    #[test]
+    fn every_label_value_is_distinct_and_reads_back() {
+        round_trips::<SwfDecision>();
+        round_trips::<ExitDecision>();
+        round_trips::<Step>();
+        round_trips::<PolicyErrorKind>();
+        assert_eq!(
+            ExitDecision::from_label("reject-stale"),
+            Some(ExitDecision::RejectStale)
+        );
+        assert_eq!(PolicyErrorKind::Guest.to_string(), "guest_error");
+    }
 }
