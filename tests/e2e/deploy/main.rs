@@ -8,6 +8,7 @@ mod chart_argo_install;
 mod chart_compose;
 mod chart_loops;
 mod chart_readme;
+mod demo_figure;
 mod demo_output;
 mod doc_commands;
 mod first_install;
