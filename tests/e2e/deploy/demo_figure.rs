@@ -65,12 +65,13 @@ fn git(args: &[&str]) -> Result<String> {
     Ok(String::from_utf8(out.stdout)?)
 }
 
-/// The day of the newest commit that changed an input, skipping a shallow clone's boundary
-/// commits (they show every file as added); `None` when only those touched the inputs.
+/// The author day (kept when a commit is rebased) of the newest commit that changed an input,
+/// skipping a shallow clone's boundary commits (they show every file as added); `None` when
+/// only those touched the inputs.
 fn last_build_change() -> Result<Option<(String, String)>> {
     let shallow_file = repo_path(".").join(git(&["rev-parse", "--git-path", "shallow"])?.trim());
     let shallow = std::fs::read_to_string(shallow_file).unwrap_or_default();
-    let mut args = vec!["log", "--format=%H %cs", "--"];
+    let mut args = vec!["log", "--format=%H %as", "--"];
     args.extend(DEMO_BUILD_INPUTS);
     for line in git(&args)?.lines() {
         let (commit, day) = line.split_once(' ').context("git log line")?;
