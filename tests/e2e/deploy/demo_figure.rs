@@ -65,21 +65,23 @@ fn git(args: &[&str]) -> Result<String> {
     Ok(String::from_utf8(out.stdout)?)
 }
 
-/// The author day (kept when a commit is rebased) of the newest commit that changed an input,
-/// skipping a shallow clone's boundary commits (they show every file as added); `None` when
-/// only those touched the inputs.
+/// The latest author day (kept when a commit is rebased) of the commits that changed an
+/// input, skipping a shallow clone's boundary commits (they show every file as added); `None`
+/// when only those touched the inputs.
 fn last_build_change() -> Result<Option<(String, String)>> {
     let shallow_file = repo_path(".").join(git(&["rev-parse", "--git-path", "shallow"])?.trim());
     let shallow = std::fs::read_to_string(shallow_file).unwrap_or_default();
     let mut args = vec!["log", "--format=%H %as", "--"];
     args.extend(DEMO_BUILD_INPUTS);
+    let mut latest: Option<(String, String)> = None;
     for line in git(&args)?.lines() {
         let (commit, day) = line.split_once(' ').context("git log line")?;
-        if !shallow.lines().any(|boundary| boundary == commit) {
-            return Ok(Some((commit[..8].to_owned(), day.to_owned())));
+        let boundary = shallow.lines().any(|b| b == commit);
+        if !boundary && latest.as_ref().is_none_or(|(_, seen)| day > seen.as_str()) {
+            latest = Some((commit[..8].to_owned(), day.to_owned()));
         }
     }
-    Ok(None)
+    Ok(latest)
 }
 
 #[test]
