@@ -20,34 +20,34 @@ fn exposed() -> Labelled {
     metrics.reports.show_every_series();
     metrics.info.show_every_series();
     let text = metrics.encode();
-    let mut kinds = BTreeMap::new();
+    // Each family by its `# TYPE` name, as PromQL names it (a counter with `_total`).
+    let mut shown = BTreeMap::new();
     for line in text.lines() {
         if let Some(typed) = line.strip_prefix("# TYPE ") {
             let (name, kind) = typed.split_once(' ').expect("# TYPE name kind");
-            kinds.insert(name.to_owned(), kind.to_owned());
+            let promql = match kind {
+                "counter" => format!("{name}_total"),
+                _ => name.to_owned(),
+            };
+            shown.insert(name.to_owned(), promql);
         }
     }
-    let mut exposed = Labelled::new();
-    for (name, kind) in &kinds {
-        let shown = match kind.as_str() {
-            "counter" => format!("{name}_total"),
-            _ => name.clone(),
-        };
-        exposed.entry(shown).or_default();
-    }
+    let mut exposed: Labelled = shown
+        .values()
+        .map(|n| (n.clone(), BTreeSet::new()))
+        .collect();
     for line in text.lines().filter(|line| !line.starts_with('#')) {
         let sample = line.split(['{', ' ']).next().unwrap_or_default();
-        let family = kinds
+        let family = shown
             .keys()
             .filter(|name| sample.starts_with(name.as_str()))
             .max_by_key(|name| name.len())
             .unwrap_or_else(|| panic!("{sample} belongs to no # TYPE"));
-        let shown = match kinds[family].as_str() {
-            "counter" => format!("{family}_total"),
-            _ => family.clone(),
-        };
         let names = label_names(line).into_iter().filter(|name| name != "le");
-        exposed.entry(shown).or_default().extend(names);
+        exposed
+            .entry(shown[family].clone())
+            .or_default()
+            .extend(names);
     }
     exposed
 }

@@ -24,9 +24,14 @@ const DEMO_BUILD_INPUTS: &[&str] = &[
     "tests/control-plane/kube-apiserver",
 ];
 
+/// `text` on one line, its line breaks and runs of spaces one space each.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// `(total, date)` from "`make demo` reached its last line in 7 min 5 s (2026-12-02)".
 fn readme_figure(readme: &str) -> Result<(String, String)> {
-    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = flat(readme);
     let marker = "`make demo` reached its last line in ";
     let rest = &flat[flat
         .find(marker)
@@ -92,7 +97,7 @@ fn the_readmes_demo_figure_is_newer_than_the_demos_build() -> Result<()> {
     let readme = std::fs::read_to_string(repo_path("README.md"))?;
     let (total, measured) = readme_figure(&readme)?;
     let benchmarks = std::fs::read_to_string(repo_path("docs/benchmarks.md"))?;
-    let flat = benchmarks.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = flat(&benchmarks);
     ensure!(
         flat.contains(&format!("measured {measured}")) && flat.contains(&format!("({total};")),
         "docs/benchmarks.md does not quote the README's run ({total}, {measured})"
