@@ -25,4 +25,7 @@ if [ -n "$uncovered" ]; then
     echo "warning: not in the advisory database's last refresh (deny/README.md): $uncovered"
 fi
 echo "advisory database of $db_date (${db_commit:0:8}, $age days old): $advisories advisories, newest published $newest"
+# cargo-deny reads `cargo metadata` offline, which needs every crate of Cargo.lock, also those
+# only other platforms build (a fresh machine's builds fetched none of them): fetch them first.
+"${CARGO:-cargo}" fetch --locked --quiet
 exec "$cargo_deny" --offline --color never check --hide-inclusion-graph
