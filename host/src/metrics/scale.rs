@@ -19,8 +19,15 @@ metric_group! {
         pub swf_own_writes_seen: Counter = "swf_own_writes_seen",
         /// Per-SWF Events not created because the Event queue was full, by reason.
         pub swf_events_dropped: Family<ReasonLabel, Counter> = "swf_events_dropped",
+        /// Per-SWF Events combined into one Event about their namespace (past ten of a
+        /// reason in a namespace within ten minutes), by reason.
+        pub swf_events_combined: Family<ReasonLabel, Counter> = "swf_events_combined",
         /// Due SWF resyncs put off while SWFs never decided under the policy and target in
         /// force wait.
         pub swf_resyncs_deferred: Counter = "swf_resyncs_deferred",
+        /// SWF decisions made without asking the policy: a resync of an SWF found with nothing
+        /// to do at the same resourceVersion under the same inputs, or, under `always`, an SWF
+        /// still as this policy's stamped write left it (`pipewarden.io/write-digest`).
+        pub swf_renders_spared: Counter = "swf_renders_spared",
     }
 }

@@ -13,6 +13,7 @@ pub mod owned;
 pub mod patch;
 pub mod plan;
 pub mod serving;
+pub mod write_digest;
 
 use serde_json::Value;
 

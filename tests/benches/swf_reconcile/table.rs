@@ -79,6 +79,7 @@ impl Row {
                 .max()
                 .unwrap_or(0),
             rss_after_pass_kib: Vec::new(),
+            cpu_secs_per_pass: Vec::new(),
             written: Vec::new(),
         };
         Row::new(
@@ -191,11 +192,18 @@ pub fn print(count: usize, fleet: FleetKind, mix: &str, rows: &[Row]) {
             .iter()
             .map(|kib| mib(*kib))
             .collect();
+        let cpu: Vec<String> = restart
+            .measured
+            .cpu_secs_per_pass
+            .iter()
+            .map(|secs| format!("{secs:.2}"))
+            .collect();
         println!(
-            "\n{}: RSS after each of {} passes: {}",
+            "\n{}: RSS after each of {} passes: {}; CPU-s of each pass (later ones are resyncs): {}",
             restart.run,
             after.len(),
-            after.join(", ")
+            after.join(", "),
+            cpu.join(", ")
         );
     }
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, ensure};
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::events::v1::Event;
+use kube::ResourceExt as _;
 use kube::api::{Api, ListParams, PostParams};
 use pipewarden::metrics::{ExportLabel, ReasonLabel};
 use pipewarden_tests::shared;
@@ -33,6 +34,12 @@ async fn a_no_op_restart_over_1000_swfs_on_two_loaded_cores_raises_no_policy_fai
     wait_for(&first, "rebuild", SWFS as u64).await?;
     first.stop().await;
     let failed_before = policy_failed_events(&client, &namespace).await?;
+    // Without the write-digest stamp the restart renders every SWF again (it would spare
+    // them all): the deadlines are what this test is about.
+    let unstamp = r#"{"metadata":{"annotations":{"pipewarden.io/write-digest":null}}}"#;
+    for swf in list(&client, &namespace).await? {
+        merge_patch(&client, &namespace, &swf.name_any(), unstamp).await?;
+    }
 
     // The restart runs with the default deadlines while two burners keep both cores busy.
     let mut burners = Burners::start(2)?;
@@ -75,6 +82,7 @@ async fn a_no_op_restart_over_1000_swfs_on_two_loaded_cores_raises_no_policy_fai
         retried("render-swf"),
     );
     ensure!(restart.decisions("up-to-date") == SWFS as u64);
+    ensure!(restart.handle.metrics().scale.swf_renders_spared.get() == 0);
     ensure!(restart.decisions("policy-error") == 0);
     ensure!(restart.decisions("render-failed") == 0);
     ensure!(restart.writes_total() == 0, "a no-op restart wrote");
@@ -148,25 +156,6 @@ async fn policy_failure_events_about_one_swf_are_held_back_after_the_first() -> 
     let _ = std::fs::remove_file(settings);
     Ok(())
 }
-
-/// `count` copies of the KFP 2.3 fixture, created 16 at a time.
-async fn seed_many(client: &kube::Client, namespace: &str, count: usize) -> Result<()> {
-    let template = fixture("kfp-2.3")?;
-    let api = swfs(client, namespace);
-    futures::stream::iter(0..count)
-        .map(|i| {
-            let mut swf = template.clone();
-            swf.metadata.name = Some(format!("daily-{i}"));
-            swf.metadata.namespace = Some(namespace.to_owned());
-            let api = api.clone();
-            async move { api.create(&PostParams::default(), &swf).await.map(drop) }
-        })
-        .buffer_unordered(16)
-        .try_collect::<()>()
-        .await
-        .context("seeding SWFs")
-}
-
 async fn wait_for(running: &Running, outcome: &str, count: u64) -> Result<()> {
     let what = format!("{count} `{outcome}` decisions");
     pipewarden_tests::wait::until(&what, LONG_WAIT, || async {

@@ -115,6 +115,13 @@ async fn kfp_2_3_swfs_are_rebuilt_and_stamped_once_then_left_alone_on_restart() 
     second.wait_ready().await?;
     second.wait_for_decisions("up-to-date", 20).await?;
     ensure!(second.decisions("rebuild") == 0, "rebuilt again on restart");
+    // The 11 SWFs nobody touched since the first pass are up to date by their write-digest
+    // stamp, as the API server returned them; the 9 KFP reordered were rendered again.
+    let spared = second.handle.metrics().scale.swf_renders_spared.get();
+    ensure!(
+        spared == 11,
+        "renders spared on restart: {spared}, expected 11"
+    );
     ensure!(
         second.writes_total() == 0,
         "write metric: {}",

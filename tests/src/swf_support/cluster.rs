@@ -2,6 +2,7 @@
 
 use crate::resources::{parse_object, swf_resource};
 use anyhow::{Context as _, Result, bail};
+use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt as _};
@@ -186,4 +187,22 @@ pub async fn resource_versions(
         }
     }
     Ok(versions)
+}
+
+/// `count` SWFs `daily-N` in `namespace`, each KFP 2.3's compile (stale), 16 at a time.
+pub async fn seed_many(client: &Client, namespace: &str, count: usize) -> Result<()> {
+    let template = fixture("kfp-2.3")?;
+    let api = swfs(client, namespace);
+    futures::stream::iter(0..count)
+        .map(|i| {
+            let mut swf = template.clone();
+            swf.metadata.name = Some(format!("daily-{i}"));
+            swf.metadata.namespace = Some(namespace.to_owned());
+            let api = api.clone();
+            async move { api.create(&PostParams::default(), &swf).await.map(drop) }
+        })
+        .buffer_unordered(16)
+        .try_collect::<()>()
+        .await
+        .context("seeding SWFs")
 }

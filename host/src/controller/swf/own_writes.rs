@@ -2,7 +2,7 @@
 //! is exactly what the write returned (same resourceVersion) and the inputs that decided the
 //! write (target version, policy digest, settings, rebuild policy) are still in force: the
 //! decision would come out the same. Each write is remembered until the next reconcile of its
-//! SWF, which consumes it, so the periodic resync always decides afresh.
+//! SWF, which consumes it (later resyncs are `decided`'s).
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash as _, Hasher as _};

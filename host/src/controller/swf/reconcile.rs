@@ -15,11 +15,12 @@ use serde_json::Value;
 
 use super::SwfLoop;
 use super::adaptive::throttled_for;
+use super::decided::Settled;
 use super::own_writes::Fingerprint;
 use super::packed::{PackError, PackedSwf};
 use super::report::{PolicyId, report};
 use crate::cluster::api_error::{describe, describe_watch};
-use crate::engine::Export;
+use crate::engine::{Export, RebuildPolicy};
 use crate::metrics::Metrics;
 use crate::swf::LiveSwf;
 use crate::swf::decide::RenderTarget;
@@ -27,6 +28,7 @@ use crate::swf::outcome::SwfOutcome;
 use crate::swf::patch::swf_write_patch;
 use crate::swf::plan::plan_live;
 use crate::swf::serving::outcome_without_policy;
+use crate::swf::write_digest::{self, RenderInputs};
 
 /// Write attempts per SWF per pass; after that, the next resync tries again.
 pub const MAX_WRITE_ATTEMPTS: u32 = 4;
@@ -66,6 +68,10 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
         lp.ctx.metrics.scale.swf_resyncs_deferred.inc();
         return Ok(requeue);
     }
+    if let Some(settled) = lp.decided.settled(&key, rv, fingerprint) {
+        report_settled(&lp, &packed, &key, settled).await;
+        return Ok(requeue);
+    }
     let mut permit = lp.permits.acquire().await;
     // Reports name the SWF by its keys alone; the policy reads the whole object.
     let swf = DynamicObject {
@@ -86,9 +92,12 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
         let standing = lp.serving.borrow().clone();
         let (planned, policy) = match outcome_without_policy(&standing, &live.json) {
             Some(outcome) => (outcome, policy_in_force(&lp)),
-            None => plan_for(&lp, &live).await,
+            None => match spared_render(&lp, &live) {
+                Some(spared) => spared,
+                None => plan_for(&lp, &live).await,
+            },
         };
-        decided(&lp, &key, &live, fingerprint);
+        decided(&lp, &key, &live, fingerprint, &planned);
         let Some(desired) = planned.desired() else {
             let again = match &planned {
                 SwfOutcome::Failed { kind, .. } if kind.is_transient() => {
@@ -104,7 +113,11 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .ok_or(SwfError::Incomplete("resourceVersion"))?;
-        let patch = swf_write_patch(&live.value, desired, resource_version);
+        let mut patch = swf_write_patch(&live.value, desired, resource_version);
+        // Only a render is the policy's own output; a restored record is not.
+        if let (SwfOutcome::Rebuild { .. }, Some(inputs)) = (&planned, &policy.inputs) {
+            write_digest::stamp(&live.value, &mut patch, inputs);
+        }
         // Leadership may have moved while the policy was deciding.
         if !lp.ctx.may_write() {
             return Ok(requeue);
@@ -129,7 +142,10 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
                 lp.write_budget.record(&key, std::time::Instant::now());
                 if let Some(rv) = written.metadata.resource_version.as_deref() {
                     lp.own_writes.remember(&namespace, &name, rv, fingerprint);
-                    lp.decided.record(&key, rv, fingerprint);
+                    // The render of a policy's own output changes nothing.
+                    let settled = matches!(planned, SwfOutcome::Rebuild { .. });
+                    let settled = settled.then_some(Settled::UpToDate);
+                    lp.decided.record(&key, rv, fingerprint, settled);
                 }
                 report(&lp, &swf, &policy, &planned).await;
                 return Ok(requeue);
@@ -200,13 +216,46 @@ fn waits_for_undecided(lp: &SwfLoop, key: &str, rv: &str, fingerprint: Fingerpri
 }
 
 /// Records the decision on `live` (and tells the test hook).
-fn decided(lp: &SwfLoop, key: &str, live: &LiveSwf, fingerprint: Fingerprint) {
+fn decided(
+    lp: &SwfLoop,
+    key: &str,
+    live: &LiveSwf,
+    fingerprint: Fingerprint,
+    planned: &SwfOutcome,
+) {
     let rv = live
         .value
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    lp.decided.record(key, rv, fingerprint);
+    let settled = match planned {
+        SwfOutcome::UpToDate { .. } => Some(Settled::UpToDate),
+        SwfOutcome::Skipped { .. } => Some(Settled::Skipped),
+        _ => None,
+    };
+    lp.decided.record(key, rv, fingerprint, settled);
+    if let Some(decisions) = &lp.decisions {
+        let _ = decisions.send(key.to_owned());
+    }
+}
+
+/// A resync of an SWF settled at this version under the inputs in force: the same decision
+/// again, without asking the policy.
+async fn report_settled(lp: &SwfLoop, packed: &PackedSwf, key: &str, settled: Settled) {
+    lp.ctx.metrics.scale.swf_renders_spared.inc();
+    let swf = DynamicObject {
+        types: None,
+        metadata: packed.metadata.clone(),
+        data: Value::Null,
+    };
+    let reason = "unchanged since decided at this resourceVersion under the policy, target and \
+                  settings in force"
+        .to_owned();
+    let outcome = match settled {
+        Settled::UpToDate => SwfOutcome::UpToDate { reason },
+        Settled::Skipped => SwfOutcome::Skipped { reason },
+    };
+    report(lp, &swf, &policy_in_force(lp), &outcome).await;
     if let Some(decisions) = &lp.decisions {
         let _ = decisions.send(key.to_owned());
     }
@@ -215,11 +264,35 @@ fn decided(lp: &SwfLoop, key: &str, live: &LiveSwf, fingerprint: Fingerprint) {
 /// The policy in force and the target, for reports made without a decision.
 fn policy_in_force(lp: &SwfLoop) -> PolicyId {
     let loaded = lp.ctx.policy.current();
+    let target = lp.target.borrow().clone();
     PolicyId {
         label: loaded.policy.label().to_owned(),
         digest: loaded.policy.digest().to_owned(),
-        target: lp.target.borrow().clone(),
+        inputs: Some(RenderInputs::of(
+            loaded.policy.digest(),
+            target.as_deref(),
+            &loaded.settings,
+        )),
+        target,
     }
+}
+
+/// Under `always`, an SWF still as this loop's stamped write left it under the inputs in
+/// force is up to date without a render: the render of a policy's own output changes nothing.
+fn spared_render(lp: &SwfLoop, live: &LiveSwf) -> Option<(SwfOutcome, PolicyId)> {
+    if lp.rebuild_policy != RebuildPolicy::Always {
+        return None;
+    }
+    let policy = policy_in_force(lp);
+    let inputs = policy.inputs.as_ref()?;
+    if !write_digest::unchanged_since_written(&live.value, inputs) {
+        return None;
+    }
+    lp.ctx.metrics.scale.swf_renders_spared.inc();
+    let reason = "unchanged since this policy rebuilt it for this target and settings \
+                  (pipewarden.io/write-digest): no render needed"
+        .to_owned();
+    Some((SwfOutcome::UpToDate { reason }, policy))
 }
 
 /// Plans on the blocking pool; returns the plan and the policy that made it (label, digest).
@@ -239,6 +312,11 @@ async fn plan_for(lp: &SwfLoop, live: &Arc<LiveSwf>) -> (SwfOutcome, PolicyId) {
             let policy = PolicyId {
                 label: loaded.policy.label().to_owned(),
                 digest: loaded.policy.digest().to_owned(),
+                inputs: Some(RenderInputs::of(
+                    loaded.policy.digest(),
+                    target_version.as_deref(),
+                    &loaded.settings,
+                )),
                 target: target_version,
             };
             Ok((plan_live(&loaded.policy, &live, &target), policy))

@@ -12,9 +12,10 @@ use crate::metrics::{ReasonLabel, TargetLabels};
 use crate::swf::fleet::SwfState;
 use crate::swf::outcome::{Severity, SwfOutcome};
 use crate::swf::serving::Serving;
+use crate::swf::write_digest::RenderInputs;
 
 /// Events carry at most 1 kB of note.
-const MAX_NOTE_BYTES: usize = 1024;
+pub(super) const MAX_NOTE_BYTES: usize = 1024;
 /// Changed paths named in an event note; the log and `pipewarden eval` show them all.
 const NOTE_PATHS: usize = 3;
 
@@ -24,6 +25,8 @@ pub struct PolicyId {
     pub label: String,
     pub digest: String,
     pub target: Option<String>,
+    /// What a render under this policy depends on, for the stamp of a write it decides.
+    pub inputs: Option<RenderInputs>,
 }
 
 /// Whether the policy compiles for the target in force, as its decisions showed, for a policy
@@ -276,6 +279,7 @@ mod tests {
             label: "kfp_default.wasm".into(),
             digest: "sha256:abc".into(),
             target: Some("2.17.0".into()),
+            inputs: None,
         };
         let paths: Vec<String> = (0..5).map(|i| format!("spec.p{i}")).collect();
         let paths: Vec<&str> = paths.iter().map(String::as_str).collect();

@@ -327,3 +327,77 @@ async fn a_held_loop_writes_nothing_and_publishes_no_event_per_swf() {
     assert!(h.api.received().is_empty(), "{:?}", h.api.received().len());
     assert_eq!(h.decisions("unsupported-target"), 1);
 }
+
+/// Policy calls made so far, by the call-latency histogram's count.
+fn policy_calls(h: &Harness) -> u64 {
+    let text = h.metrics.encode();
+    text.lines()
+        .filter(|line| line.starts_with("pipewarden_policy_call_seconds_count"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// A resync at the same resourceVersion under the same inputs repeats the decision without
+/// the policy; a new version asks it again.
+#[tokio::test]
+async fn a_resync_of_an_swf_settled_at_its_version_asks_no_policy() {
+    let h = Harness::new(RebuildPolicy::Always, true);
+    let current = live("swf/kfp-2.17.yaml", "100");
+    h.reconcile(&current).await.unwrap();
+    let calls = policy_calls(&h);
+    assert!(calls > 0, "the first decision asks the policy");
+    h.reconcile(&current).await.unwrap();
+    assert_eq!(policy_calls(&h), calls, "the resync asked the policy");
+    assert_eq!(h.decisions("up-to-date"), 2);
+    assert_eq!(h.metrics.scale.swf_renders_spared.get(), 1);
+    h.reconcile(&live("swf/kfp-2.17.yaml", "101"))
+        .await
+        .unwrap();
+    assert!(policy_calls(&h) > calls, "a new version is decided afresh");
+    h.api.assert_done();
+}
+
+/// A loop that never saw the SWF (a restart) finds it up to date by the write's stamp, as the
+/// render would: without the stamp the render runs and agrees.
+#[tokio::test]
+async fn an_swf_as_its_stamped_write_left_it_needs_no_render_after_a_restart() {
+    let first = Harness::new(RebuildPolicy::Always, true);
+    first.api.writes(PATH, written("101"));
+    let stale = live("swf/kfp-2.3.yaml", "100");
+    first.reconcile(&stale).await.unwrap();
+    first.api.assert_done();
+    let patch = first.api.received()[0].body.clone();
+    assert!(
+        patch
+            .pointer("/metadata/annotations/pipewarden.io~1write-digest")
+            .is_some(),
+        "{patch}"
+    );
+    let mut after = stale.clone();
+    crate::swf::patch::apply_merge_patch(&mut after, &patch);
+    after["metadata"]["resourceVersion"] = json!("101");
+
+    let restarted = Harness::new(RebuildPolicy::Always, true);
+    restarted.reconcile(&after).await.unwrap();
+    assert_eq!(policy_calls(&restarted), 0);
+    assert_eq!(restarted.decisions("up-to-date"), 1);
+    assert_eq!(restarted.metrics.scale.swf_renders_spared.get(), 1);
+
+    let mut unstamped = after.clone();
+    unstamped["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove("pipewarden.io/write-digest");
+    let rendered = Harness::new(RebuildPolicy::Always, true);
+    rendered.reconcile(&unstamped).await.unwrap();
+    assert!(policy_calls(&rendered) > 0);
+    assert_eq!(rendered.decisions("up-to-date"), 1, "the render agrees");
+    // Another rebuild policy asks the policy whatever the stamp says.
+    let versioned = Harness::new(RebuildPolicy::OnVersionChange, true);
+    versioned.reconcile(&after).await.unwrap();
+    assert!(policy_calls(&versioned) > 0);
+    for h in [&restarted, &rendered, &versioned] {
+        h.api.assert_done();
+        assert!(h.api.received().is_empty(), "nothing written");
+    }
+}
