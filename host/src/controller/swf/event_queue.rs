@@ -3,16 +3,20 @@
 //! task creates them in order, one at a time. When a mass rebuild fills the queue, further
 //! Events are dropped and counted (`pipewarden_swf_events_dropped_total{reason}`), so Events
 //! never double the write load of a pass, and a summary Event on the controller's own Pod
-//! says how many SWFs it rebuilt and how many Events were left out. Warnings are not queued.
+//! says how many SWFs it rebuilt and how many Events were left out. Past ten of a reason in a
+//! namespace, they are combined into one Event about the namespace (`event_combine`).
+//! Warnings are neither queued nor combined.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType};
 use tokio::sync::mpsc;
 
+use super::event_combine::{Combiner, Route};
+use super::report::MAX_NOTE_BYTES;
 use crate::cluster::api_error::describe;
 use crate::controller::context::Context;
 use crate::metrics::ReasonLabel;
@@ -27,11 +31,13 @@ struct Queued {
     regarding: ObjectReference,
 }
 
-/// Per reason: Events offered, and of those dropped, since the last summary.
+/// Per reason: Events offered, and of those dropped, since the last summary; and the Events
+/// being combined per namespace.
 #[derive(Default)]
 struct Tally {
     offered: BTreeMap<String, u64>,
     dropped: BTreeMap<String, u64>,
+    combiner: Combiner,
 }
 
 pub struct EventQueue {
@@ -66,6 +72,20 @@ impl EventQueue {
     /// Queues the Event, or drops and counts it when the queue is full. Never waits.
     pub fn offer(&self, event: Event, regarding: ObjectReference) {
         let reason = event.reason.clone();
+        let route = lock(&self.tally).combiner.route(
+            regarding.namespace.as_deref().unwrap_or_default(),
+            regarding.name.as_deref().unwrap_or_default(),
+            &reason,
+            event.note.as_deref().unwrap_or_default(),
+            Instant::now(),
+        );
+        if route == Route::Combined {
+            *lock(&self.tally).offered.entry(reason.clone()).or_default() += 1;
+            let label = ReasonLabel { reason };
+            let combined = &self.ctx.metrics.scale.swf_events_combined;
+            combined.get_or_create(&label).inc();
+            return;
+        }
         let full = match self.tx.try_send(Queued { event, regarding }) {
             Ok(()) => false,
             Err(mpsc::error::TrySendError::Full(_)) => true,
@@ -120,8 +140,27 @@ impl EventDrain {
     }
 
     async fn summarise(&self) {
-        let tally = std::mem::take(&mut *lock(&self.tally));
-        let Some(note) = summary_note(&tally.offered, &tally.dropped) else {
+        let (offered, dropped, combined) = {
+            let mut tally = lock(&self.tally);
+            let combined = tally.combiner.take(Instant::now());
+            (
+                std::mem::take(&mut tally.offered),
+                std::mem::take(&mut tally.dropped),
+                combined,
+            )
+        };
+        for combined in combined {
+            let event = Event {
+                type_: EventType::Normal,
+                reason: combined.reason.clone(),
+                note: Some(combined.note(MAX_NOTE_BYTES)),
+                action: "Reconcile".into(),
+                secondary: None,
+            };
+            self.publish(&event, &namespace_ref(&combined.namespace))
+                .await;
+        }
+        let Some(note) = summary_note(&offered, &dropped) else {
             return;
         };
         tracing::info!(note, "SWF Events summed up");
@@ -157,6 +196,17 @@ fn summary_note(
         "Since the last summary, {} (Event queue full; see the swf decision log lines).",
         parts.join("; ")
     ))
+}
+
+/// A namespace as an Event's subject, with the Event created in it: its tenants see it.
+fn namespace_ref(namespace: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Namespace".into()),
+        name: Some(namespace.to_owned()),
+        namespace: Some(namespace.to_owned()),
+        ..ObjectReference::default()
+    }
 }
 
 /// The controller's own Pod, from the downward API variables the Deployment sets.

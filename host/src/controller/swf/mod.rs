@@ -4,6 +4,7 @@
 
 mod adaptive;
 mod decided;
+mod event_combine;
 mod event_limit;
 mod event_queue;
 mod own_writes;
