@@ -7,7 +7,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
-use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt as _;
 use kube::api::{Api, ListParams, PostParams};
