@@ -108,14 +108,15 @@ bench-stale: control-plane policies
 	$(call phase,argo v3.6.7,tests/control-plane/build.sh --only argo-v3-workflow-controller)
 	$(call phase,bench-stale,PIPEWARDEN_BENCH_STALE_WORKFLOWS=$(STALE_WORKFLOWS) $(CARGO) bench -p pipewarden-tests --bench stale_copies)
 
-# EXIT_WORKFLOWS workflows (1,000 unless given) submitted at EXIT_RATE per minute (1,000) to
-# Argo v4.0.7's own controller: pipewarden's delay from each completion to the receiver's 2xx
-# beside Argo's own exit-handler start delay, p50/p99/max, and events per second through the
-# gate (a benchmark only: not part of `make test`).
-EXIT_WORKFLOWS ?= 1000
-EXIT_RATE ?= 1000
+# Rising rates on Argo v4.0.7's own controller: for each rate of EXIT_RATES (per minute,
+# 250,500,1000,2000 unless given) workflows submitted for EXIT_SECONDS (60) each, one rate after
+# the other; per rate, Argo's completion rate, p50/p99/max from the API server first serving a
+# completion to the receiver's 2xx, pipewarden's CPU, and the highest rate Argo sustained (about
+# 10 minutes on 2 cores; a benchmark only: not part of `make test`).
+EXIT_RATES ?= 250,500,1000,2000
+EXIT_SECONDS ?= 60
 bench-exit: control-plane policies
-	$(call phase,bench-exit,PIPEWARDEN_BENCH_EXIT_WORKFLOWS=$(EXIT_WORKFLOWS) PIPEWARDEN_BENCH_EXIT_RATE=$(EXIT_RATE) $(CARGO) bench -p pipewarden-tests --bench exit_delay)
+	$(call phase,bench-exit,PIPEWARDEN_BENCH_EXIT_RATES=$(EXIT_RATES) PIPEWARDEN_BENCH_EXIT_SECONDS=$(EXIT_SECONDS) $(CARGO) bench -p pipewarden-tests --bench exit_delay)
 
 # The exit gate's peak RSS, the binary run as the Deployment runs it: EXIT_MEMORY_WORKFLOWS
 # completed workflows of about 200 KB (5,000 unless given) present when it takes the lease,

@@ -1,69 +1,84 @@
-//! How long after Argo completes a workflow its exit notification leaves, on Argo v4.0.7's own
-//! controller: N workflows shaped like seed 001's (every one with the exit handler; every other
-//! one fails, so Argo runs the handler's step) are submitted at a steady rate, and pipewarden
-//! (in this process, the default policy, talking to the API server directly) notifies a
-//! receiver on loopback. Measured, each from first sightings with millisecond clocks:
+//! How long after Argo completes a workflow its exit notification leaves, at rising rates, on
+//! Argo v4.0.7's own controller (with kwok for pods). For each rate of `EXIT_RATES` (per minute)
+//! workflows shaped like seed 001's (every one with the exit handler; every other one fails, so
+//! Argo runs the handler's step) are submitted at that pace for `EXIT_SECONDS`, and pipewarden
+//! (in this process, on a runtime of its own, the default policy, talking to the API server
+//! directly) notifies a receiver on loopback. Rates run one after the other on the same control
+//! plane, Argo and pipewarden; the workflows are deleted between rates. Per rate, from first
+//! sightings with millisecond clocks (`rate.rs`):
 //!
-//! - pipewarden: from the first watch event carrying the completed workflow (the stale-copy
-//!   proxy in front of Argo sees Argo's own watch stream, replaying nothing here) to the
-//!   receiver's 2xx; and from Argo's `status.finishedAt` (whole seconds: truncated, so this
-//!   figure reads up to 1 s high) to the 2xx;
-//! - Argo: from the workflow's main pod first seen done to its exit handler's pod first seen
-//!   (`pods.rs`): Argo's own reaction time to the same kind of moment.
+//! - the delay from the API server first serving the completed workflow, on a watch of the
+//!   bench's own (`served.rs`), to the receiver's 2xx; and from Argo's `status.finishedAt`
+//!   (whole seconds, truncated: reads up to 1 s high) to the 2xx;
+//! - Argo's own reaction time: its main pod first seen done -> its exit handler's pod first
+//!   seen (`pods.rs`);
+//! - the completion rate Argo reached, and CPU-seconds (`cpu.rs`).
 //!
-//! Argo runs with `--qps=200 --burst=300` (its defaults, 20 and 30, cap it near two workflows a
-//! second); everything else is Argo's default. `make bench-exit` (`EXIT_WORKFLOWS=N`, default
-//! 1,000; `EXIT_RATE=N` per minute, default 1,000).
+//! A rate is sustained when Argo completed at least [`SUSTAINED`] of it; the goal is judged at
+//! the highest sustained rate. Argo runs with `--qps=200 --burst=300` (its defaults, 20 and 30,
+//! cap it near two workflows a second). `make bench-exit`.
 
+mod cpu;
 mod pods;
+mod rate;
+mod served;
+mod table;
 // Only a part of it: the workflows and their completion keys.
 #[allow(unused_imports)]
 #[path = "../../e2e/argo/support/mod.rs"]
 mod support;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context as _, Result, ensure};
-use pipewarden_tests::argo::{ArgoStack, ArgoVersion, Completion, ControllerSpec};
+use pipewarden_tests::argo::{ArgoStack, ArgoVersion, ControllerSpec};
 use pipewarden_tests::exit_support::{Controller, Receiver};
-use support::*;
 
 /// Flags that let Argo keep up with the rate (see the module comment).
 const ARGO_FLAGS: [&str; 2] = ["--qps=200", "--burst=300"];
-/// The gate's decisions, all of them: events through the gate.
-const DECISIONS: [&str; 7] = [
-    "process",
-    "skip",
-    "reject-stale",
-    "requeue",
-    "error",
-    "malformed",
-    "delay-dropped",
-];
+/// Sustained: Argo's completion rate at least this share of the rate submitted.
+const SUSTAINED: f64 = 0.9;
+/// The goal: p99 from first served to the 2xx at the highest sustained rate.
+const GOAL: Duration = Duration::from_millis(500);
 
 fn main() -> Result<()> {
-    tokio::runtime::Builder::new_multi_thread()
+    // pipewarden alone on this runtime, so the CPU of its threads is pipewarden's; idle
+    // blocking threads stay, so none takes its CPU time away when it ends (`cpu.rs`).
+    let pipewarden = tokio::runtime::Builder::new_multi_thread()
+        .thread_name(cpu::THREAD)
+        .thread_keep_alive(Duration::from_secs(24 * 3600))
+        .enable_all()
+        .build()?;
+    let outcome = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
-        .block_on(bench())
+        .block_on(bench(pipewarden.handle().clone()));
+    pipewarden.shutdown_background();
+    outcome
 }
 
-fn number(name: &str, default: usize) -> Result<usize> {
-    std::env::var(name).map_or(Ok(default), |n| n.parse().context(name.to_owned()))
+fn setting<T: std::str::FromStr>(name: &str, default: &str) -> Result<Vec<T>>
+where
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    let text = std::env::var(name).unwrap_or_else(|_| default.to_owned());
+    text.split(',')
+        .map(|n| n.trim().parse().with_context(|| format!("{name}={text}")))
+        .collect()
 }
 
-async fn bench() -> Result<()> {
-    let count = number("PIPEWARDEN_BENCH_EXIT_WORKFLOWS", 1000)?;
-    let per_minute = number("PIPEWARDEN_BENCH_EXIT_RATE", 1000)?;
+async fn bench(runtime: tokio::runtime::Handle) -> Result<()> {
+    let rates: Vec<usize> = setting("PIPEWARDEN_BENCH_EXIT_RATES", "250,500,1000,2000")?;
+    let seconds: u64 = setting("PIPEWARDEN_BENCH_EXIT_SECONDS", "60")?[0];
     ensure!(
-        count > 0 && per_minute > 0,
-        "workflows and rate must be > 0"
+        seconds > 0 && rates.iter().all(|r| *r > 0),
+        "rates and seconds must be > 0"
     );
     let control_plane = pipewarden_tests::shared().await?;
     let client = control_plane.client()?;
     let namespace = control_plane.ns().await?;
-    let pod_times = pods::PodTimes::watch(&client, &namespace).await?;
+    let pods = pods::PodTimes::watch(&client, &namespace).await?;
+    let served = served::FirstServed::watch(&client, &namespace).await?;
     let argo = ControllerSpec {
         version: ArgoVersion::V4,
         managed: Some(namespace.clone()),
@@ -71,172 +86,126 @@ async fn bench() -> Result<()> {
     };
     let stack = ArgoStack::start(control_plane, &[argo]).await?;
     let receiver = Receiver::start().await?;
-    let pipewarden = Controller::start(control_plane, &namespace, &[receiver.flag()]).await?;
-    // One clock pair maps Argo's wall-clock finishedAt onto the receiver's Instants.
-    let (instant_zero, wall_zero) = (Instant::now(), SystemTime::now());
+    let (ns, flags) = (namespace.clone(), [receiver.flag()]);
+    let pipewarden = runtime
+        .spawn(async move { Controller::start(control_plane, &ns, &flags).await })
+        .await??;
 
-    let api = workflows(&client, &namespace);
-    let interval = Duration::from_secs_f64(60.0 / per_minute as f64);
-    let names: Vec<String> = (0..count).map(|i| format!("exit-delay-{i:05}")).collect();
-    let submitting = Instant::now();
-    let mut ticks = tokio::time::interval(interval);
-    for (i, name) in names.iter().enumerate() {
-        ticks.tick().await;
-        let outcome = if i % 2 == 0 {
-            Outcome::Fail
-        } else {
-            Outcome::Succeed
-        };
-        create(
-            &api,
-            &workflow(name, "seed-001", seed_001_spec(true, outcome))?,
-        )
-        .await?;
-        if (i + 1) % 100 == 0 {
-            eprintln!(
-                "submitted {}/{count} ({:.0?}); notifications so far {}",
-                i + 1,
-                submitting.elapsed(),
-                receiver.accepted().len()
-            );
+    let bench = rate::Bench {
+        api: support::workflows(&client, &namespace),
+        served: &served,
+        pods: &pods,
+        receiver: &receiver,
+        pipewarden: &pipewarden,
+        clock: (Instant::now(), SystemTime::now()),
+    };
+    let mut measured = Vec::new();
+    for (index, per_minute) in rates.iter().enumerate() {
+        if index > 0 {
+            bench.clear().await?;
         }
+        measured.push(bench.run(index, *per_minute, seconds).await?);
     }
-    let submitted_in = submitting.elapsed();
-    let done = wait_complete(&api, &names).await?;
-    pipewarden_tests::wait::until("a notification per completion", WAIT, || async {
-        Ok((receiver.per_key().len() >= count).then_some(()))
-    })
-    .await?;
-    let run = submitting.elapsed();
-    let events: u64 = DECISIONS.iter().map(|d| pipewarden.decisions(d)).sum();
-
-    // Exactly one 2xx per completion: the delays below are of real, single deliveries.
-    let per_key = receiver.per_key();
-    let keys: BTreeMap<String, &str> = done
-        .iter()
-        .map(|(name, w)| Ok((completion_key(w)?, name.as_str())))
-        .collect::<Result<_>>()?;
-    let repeated = per_key.values().filter(|n| **n > 1).count();
-    let missing = keys.keys().filter(|k| !per_key.contains_key(*k)).count();
-    ensure!(
-        repeated == 0 && missing == 0 && per_key.len() == keys.len(),
-        "{repeated} completions notified more than once, {missing} never, {} keys for {} completions",
-        per_key.len(),
-        keys.len()
-    );
-
-    let completions: BTreeMap<(String, String), Completion> = stack
-        .proxy
-        .completions(&namespace)
-        .into_iter()
-        .map(|c| ((c.uid.clone(), c.started_at.clone()), c))
-        .collect();
-    let mut from_seen = Vec::new();
-    let mut from_finished = Vec::new();
-    for delivery in receiver.accepted() {
-        let mut parts = delivery.key.splitn(4, '/');
-        let (Some(uid), Some(started), Some(finished)) = (parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        if let Some(c) = completions.get(&(uid.to_owned(), started.to_owned())) {
-            from_seen.push(delivery.at.saturating_duration_since(c.seen));
-        }
-        if let Some(finished) = wall_instant(finished, instant_zero, wall_zero) {
-            from_finished.push(delivery.at.saturating_duration_since(finished));
-        }
-    }
-    let argo_exit = pod_times.exit_handler_delays();
-    let seen: Vec<Instant> = completions.values().map(|c| c.seen).collect();
-    let span = seen.iter().max().zip(seen.iter().min());
-    let completion_rate = span.map_or(0.0, |(last, first)| {
-        (seen.len() - 1) as f64 * 60.0 / last.duration_since(*first).as_secs_f64().max(1e-3)
-    });
-
-    println!(
-        "\n{count} workflows like seed 001's (every other one failing, so Argo runs its exit \
-         handler's step), submitted at {per_minute}/min in {:.1?}; Argo completed them at \
-         {completion_rate:.0}/min; pipewarden sent {} notifications, each exactly once:\n",
-        submitted_in,
-        per_key.len()
-    );
-    let rows = [
-        (
-            "pipewarden: completion seen on a watch -> receiver's 2xx",
-            from_seen,
-        ),
-        (
-            "pipewarden: Argo's finishedAt (whole s) -> receiver's 2xx",
-            from_finished,
-        ),
-        ("Argo: main pod done -> exit-handler pod created", argo_exit),
-    ];
-    print_table(&rows);
-    println!(
-        "\nevents through the gate: {events} in {:.1?} ({:.1}/s); Argo {} {}",
-        run,
-        events as f64 / run.as_secs_f64(),
-        stack.controller().version.tag(),
-        ARGO_FLAGS.join(" ")
-    );
     stack.controller().ensure_running()?;
-    pipewarden.stop().await;
+    report(&measured, seconds, stack.controller().version.tag());
+    runtime.spawn(pipewarden.stop()).await?;
     Ok(())
 }
 
-/// An RFC 3339 timestamp (Argo's, whole seconds) as an Instant of this process's clock.
-fn wall_instant(text: &str, instant_zero: Instant, wall_zero: SystemTime) -> Option<Instant> {
-    let at: SystemTime = humantime::parse_rfc3339(text).ok()?;
-    match at.duration_since(wall_zero) {
-        Ok(after) => Some(instant_zero + after),
-        Err(before) => instant_zero.checked_sub(before.duration()),
+fn report(measured: &[rate::Measured], seconds: u64, argo: &str) {
+    println!(
+        "\nWorkflows like seed 001's (every other one failing, so Argo runs its exit handler's \
+         step), submitted for {seconds} s at each rate, one rate after the other; Argo {argo} {}; \
+         every completion got exactly one 2xx. Delay: from the API server first serving the \
+         completed workflow (a watch of the bench's own) to the receiver's 2xx.\n",
+        ARGO_FLAGS.join(" ")
+    );
+    let rows: Vec<Vec<String>> = measured
+        .iter()
+        .map(|m| {
+            let mut row = vec![
+                m.per_minute.to_string(),
+                format!("{:.0}", m.argo_per_minute),
+            ];
+            row.extend(table::delay_cells(&m.from_served));
+            let window = m.window.as_secs_f64();
+            row.extend([
+                format!("{window:.0} s"),
+                format!("{:.1}", m.cpu.pipewarden),
+                format!("{:.0}%", 100.0 * m.cpu.pipewarden / window),
+                format!("{:.1}", m.cpu.process),
+                format!("{:.0}", m.events as f64 / window),
+            ]);
+            row
+        })
+        .collect();
+    table::print(
+        &[
+            "RATE/MIN",
+            "ARGO/MIN",
+            "N",
+            "P50",
+            "P99",
+            "MAX",
+            "WINDOW",
+            "PW CPU-S",
+            "PW CORE",
+            "PROC CPU-S",
+            "EVENTS/S",
+        ],
+        &rows,
+    );
+    println!(
+        "\nARGO/MIN: completions first served, first to last. WINDOW: first submission to last \
+         2xx. PW CPU-S: pipewarden's runtime threads; PW CORE: of one core over the window. \
+         PROC CPU-S: the whole bench process, which also holds the bench's own watches \
+         (workflows, pods), the receiver, the submitter and the Argo stack's stand-ins and \
+         stale-copy proxy. EVENTS/S: workflow events through the gate.\n"
+    );
+    let mut rows = Vec::new();
+    for m in measured {
+        for (what, delays) in [
+            ("pipewarden: finishedAt (whole s) -> 2xx", &m.from_finished),
+            ("Argo: main pod done -> exit-handler pod", &m.argo_handler),
+        ] {
+            let mut row = vec![m.per_minute.to_string(), what.to_owned()];
+            row.extend(table::delay_cells(delays));
+            rows.push(row);
+        }
     }
+    table::print(&["RATE/MIN", "DELAY", "N", "P50", "P99", "MAX"], &rows);
+    println!(
+        "\nfinishedAt has one-second resolution (Argo truncates it): that row reads up to 1 s high."
+    );
+    verdict(measured);
 }
 
-fn print_table(rows: &[(&str, Vec<Duration>)]) {
-    let headers = ["delay", "n", "p50", "p99", "max"];
-    let cells: Vec<[String; 5]> = rows
+/// The highest sustained rate and whether the goal is met there.
+fn verdict(measured: &[rate::Measured]) {
+    let rule = format!(
+        "sustained: Argo completed at least {:.0}% of the rate submitted",
+        SUSTAINED * 100.0
+    );
+    let Some(top) = measured
         .iter()
-        .map(|(what, delays)| {
-            let mut sorted = delays.clone();
-            sorted.sort();
-            // Nearest rank.
-            let at = |p: usize| {
-                sorted
-                    .get((sorted.len() * p).div_ceil(100).saturating_sub(1))
-                    .map_or("-".to_owned(), |d| {
-                        format!("{:.0} ms", d.as_secs_f64() * 1e3)
-                    })
-            };
-            [
-                (*what).to_owned(),
-                sorted.len().to_string(),
-                at(50),
-                at(99),
-                at(100),
-            ]
-        })
-        .collect();
-    let widths: Vec<usize> = (0..headers.len())
-        .map(|i| {
-            cells
-                .iter()
-                .map(|c| c[i].len())
-                .chain([headers[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        println!("{}", padded.join("  ").trim_end());
+        .filter(|m| m.argo_per_minute >= SUSTAINED * m.per_minute as f64)
+        .max_by_key(|m| m.per_minute)
+    else {
+        println!("no rate sustained ({rule}): the goal is not judged");
+        return;
     };
-    line(headers.to_vec());
-    for row in &cells {
-        line(row.iter().map(String::as_str).collect());
-    }
+    let p99 = table::percentiles(&top.from_served).map_or(Duration::MAX, |[_, p99, _]| p99);
+    let met = if p99 <= GOAL {
+        "MET".to_owned()
+    } else {
+        format!("NOT MET, over by {}", table::ms(p99 - GOAL))
+    };
+    println!(
+        "highest sustained rate: {}/min (Argo {:.0}/min; {rule}); goal p99 <= {} from first \
+         served to 2xx there: p99 {}, {met}",
+        top.per_minute,
+        top.argo_per_minute,
+        table::ms(GOAL),
+        table::ms(p99)
+    );
 }

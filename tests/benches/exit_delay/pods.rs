@@ -72,13 +72,16 @@ impl PodTimes {
         }
     }
 
-    /// Per workflow that ran an exit-handler pod: main pod done -> exit-handler pod created.
-    pub fn exit_handler_delays(&self) -> Vec<Duration> {
-        self.0
-            .lock()
-            .expect("pod times")
-            .values()
-            .filter_map(|seen| Some(seen.exit_pod?.saturating_duration_since(seen.main_done?)))
+    /// Per workflow of `names` that ran an exit-handler pod: main pod done -> exit-handler pod
+    /// created.
+    pub fn exit_handler_delays(&self, names: &[String]) -> Vec<Duration> {
+        let all = self.0.lock().expect("pod times");
+        names
+            .iter()
+            .filter_map(|name| {
+                let seen = all.get(name)?;
+                Some(seen.exit_pod?.saturating_duration_since(seen.main_done?))
+            })
             .collect()
     }
 }
