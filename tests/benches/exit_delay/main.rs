@@ -22,6 +22,7 @@ mod cpu;
 mod pods;
 mod rate;
 mod served;
+mod sightings;
 mod table;
 // Only a part of it: the workflows and their completion keys.
 #[allow(unused_imports)]
@@ -153,7 +154,7 @@ fn report(measured: &[rate::Measured], seconds: u64, argo: &str) {
             "PROC CPU-S",
             "EVENTS/S",
         ],
-        &rows,
+        rows,
     );
     println!(
         "\nARGO/MIN: completions first served, first to last. WINDOW: first submission to last \
@@ -173,7 +174,7 @@ fn report(measured: &[rate::Measured], seconds: u64, argo: &str) {
             rows.push(row);
         }
     }
-    table::print(&["RATE/MIN", "DELAY", "N", "P50", "P99", "MAX"], &rows);
+    table::print(&["RATE/MIN", "DELAY", "N", "P50", "P99", "MAX"], rows);
     println!(
         "\nfinishedAt has one-second resolution (Argo truncates it): that row reads up to 1 s high."
     );

@@ -7,11 +7,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt as _};
+
+use crate::sightings;
 
 const WORKFLOW_LABEL: &str = "workflows.argoproj.io/workflow";
 const NODE_NAME_ANNOTATION: &str = "workflows.argoproj.io/node-name";
@@ -31,27 +32,9 @@ impl PodTimes {
     pub async fn watch(client: &Client, namespace: &str) -> Result<PodTimes> {
         let times = PodTimes::default();
         let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-        let mut events = watcher(pods, watcher::Config::default().labels(WORKFLOW_LABEL)).boxed();
         let record = times.clone();
-        let (ready, started) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            let mut ready = Some(ready);
-            while let Some(event) = events.next().await {
-                match event {
-                    Ok(watcher::Event::InitDone) => {
-                        if let Some(ready) = ready.take() {
-                            let _ = ready.send(());
-                        }
-                    }
-                    Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => {
-                        record.note(&pod, Instant::now())
-                    }
-                    Ok(_) => {}
-                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-                }
-            }
-        });
-        tokio::time::timeout(Duration::from_secs(60), started).await??;
+        let config = watcher::Config::default().labels(WORKFLOW_LABEL);
+        sightings::watch(pods, config, move |pod, at| record.note(pod, at)).await?;
         Ok(times)
     }
 

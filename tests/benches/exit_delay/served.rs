@@ -5,14 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Result;
-use futures::StreamExt as _;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt as _};
 
+use crate::sightings;
 use crate::support::{SHAPE_LABEL, completion_key, is_complete, workflows};
 
 /// A completion as first served: its key (as pipewarden sends it) and when.
@@ -31,29 +31,9 @@ impl FirstServed {
     pub async fn watch(client: &Client, namespace: &str) -> Result<FirstServed> {
         let served = FirstServed::default();
         let api: Api<DynamicObject> = workflows(client, namespace);
-        let mut events = watcher(api, watcher::Config::default().labels(SHAPE_LABEL)).boxed();
         let record = served.clone();
-        let (ready, started) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            let mut ready = Some(ready);
-            while let Some(event) = events.next().await {
-                // The instant first: nothing between the stream and the clock.
-                let at = Instant::now();
-                match event {
-                    Ok(watcher::Event::InitDone) => {
-                        if let Some(ready) = ready.take() {
-                            let _ = ready.send(());
-                        }
-                    }
-                    Ok(watcher::Event::Apply(w) | watcher::Event::InitApply(w)) => {
-                        record.note(&w, at)
-                    }
-                    Ok(_) => {}
-                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-                }
-            }
-        });
-        tokio::time::timeout(Duration::from_secs(60), started).await??;
+        let config = watcher::Config::default().labels(SHAPE_LABEL);
+        sightings::watch(api, config, move |w, at| record.note(w, at)).await?;
         Ok(served)
     }
 

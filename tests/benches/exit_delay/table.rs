@@ -1,4 +1,4 @@
-//! Percentiles and aligned tables.
+//! Percentiles, and tables printed with the CLI's own.
 
 use std::time::Duration;
 
@@ -24,27 +24,11 @@ pub fn ms(d: Duration) -> String {
     format!("{:.0} ms", d.as_secs_f64() * 1e3)
 }
 
-/// Prints `headers` and `rows`, columns left-aligned to their widest cell.
-pub fn print(headers: &[&str], rows: &[Vec<String>]) {
-    let widths: Vec<usize> = (0..headers.len())
-        .map(|i| {
-            rows.iter()
-                .filter_map(|row| row.get(i).map(String::len))
-                .chain([headers[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        println!("{}", padded.join("  ").trim_end());
-    };
-    line(headers.to_vec());
+/// Prints `headers` and `rows` as the CLI prints its tables.
+pub fn print(headers: &[&str], rows: Vec<Vec<String>>) {
+    let mut table = pipewarden::cli::table::Table::new(headers);
     for row in rows {
-        line(row.iter().map(String::as_str).collect());
+        table.row(row);
     }
+    print!("{}", table.render());
 }

@@ -72,7 +72,8 @@ impl EventQueue {
     /// Queues the Event, or drops and counts it when the queue is full. Never waits.
     pub fn offer(&self, event: Event, regarding: ObjectReference) {
         let reason = event.reason.clone();
-        let route = lock(&self.tally).combiner.route(
+        let mut tally = lock(&self.tally);
+        let route = tally.combiner.route(
             regarding.namespace.as_deref().unwrap_or_default(),
             regarding.name.as_deref().unwrap_or_default(),
             &reason,
@@ -80,12 +81,14 @@ impl EventQueue {
             Instant::now(),
         );
         if route == Route::Combined {
-            *lock(&self.tally).offered.entry(reason.clone()).or_default() += 1;
+            *tally.offered.entry(reason.clone()).or_default() += 1;
+            drop(tally);
             let label = ReasonLabel { reason };
             let combined = &self.ctx.metrics.scale.swf_events_combined;
             combined.get_or_create(&label).inc();
             return;
         }
+        drop(tally);
         let full = match self.tx.try_send(Queued { event, regarding }) {
             Ok(()) => false,
             Err(mpsc::error::TrySendError::Full(_)) => true,

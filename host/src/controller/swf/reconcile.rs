@@ -264,16 +264,12 @@ async fn report_settled(lp: &SwfLoop, packed: &PackedSwf, key: &str, settled: Se
 /// The policy in force and the target, for reports made without a decision.
 fn policy_in_force(lp: &SwfLoop) -> PolicyId {
     let loaded = lp.ctx.policy.current();
-    let target = lp.target.borrow().clone();
     PolicyId {
         label: loaded.policy.label().to_owned(),
         digest: loaded.policy.digest().to_owned(),
-        inputs: Some(RenderInputs::of(
-            loaded.policy.digest(),
-            target.as_deref(),
-            &loaded.settings,
-        )),
-        target,
+        target: lp.target.borrow().clone(),
+        // Nothing is written on a report made without a decision.
+        inputs: None,
     }
 }
 
@@ -283,16 +279,17 @@ fn spared_render(lp: &SwfLoop, live: &LiveSwf) -> Option<(SwfOutcome, PolicyId)>
     if lp.rebuild_policy != RebuildPolicy::Always {
         return None;
     }
-    let policy = policy_in_force(lp);
-    let inputs = policy.inputs.as_ref()?;
-    if !write_digest::unchanged_since_written(&live.value, inputs) {
+    let loaded = lp.ctx.policy.current();
+    let target = lp.target.borrow().clone();
+    let inputs = RenderInputs::of(loaded.policy.digest(), target.as_deref(), &loaded.settings);
+    if !write_digest::unchanged_since_written(&live.value, &inputs) {
         return None;
     }
     lp.ctx.metrics.scale.swf_renders_spared.inc();
     let reason = "unchanged since this policy rebuilt it for this target and settings \
                   (pipewarden.io/write-digest): no render needed"
         .to_owned();
-    Some((SwfOutcome::UpToDate { reason }, policy))
+    Some((SwfOutcome::UpToDate { reason }, policy_in_force(lp)))
 }
 
 /// Plans on the blocking pool; returns the plan and the policy that made it (label, digest).
