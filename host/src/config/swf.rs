@@ -50,6 +50,11 @@ pub struct SwfArgs {
     /// Warning), so a fight with another writer that keeps changing it back ends.
     #[arg(long, env = "PIPEWARDEN_SWF_WRITES_PER_HOUR", default_value_t = 6)]
     pub swf_writes_per_hour: usize,
+    /// MiB of compressed SWFs kept for decisions to come. Each is let go once its SWF is
+    /// decided with nothing left to do; an SWF listed while they are spent is kept as its keys
+    /// and read from the API server (one GET) when it must be decided.
+    #[arg(long, env = "PIPEWARDEN_SWF_BODIES_MIB", default_value_t = 64)]
+    pub swf_bodies_mib: usize,
     /// How often every SWF is reconciled again, changed or not.
     #[arg(long, env = "PIPEWARDEN_SWF_RESYNC", default_value = "10m", value_parser = parse_duration)]
     pub swf_resync: Duration,

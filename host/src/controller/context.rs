@@ -36,6 +36,8 @@ pub struct Context {
     pub own_pod: Option<ObjectReference>,
     /// What the settings source and the KFP API said about the install (`swf::serving`).
     pub install: Arc<watch::Sender<crate::swf::serving::InstallFacts>>,
+    /// Every watch's lists take turns (`watch_health`).
+    pub list_turns: super::watch_health::ListTurns,
 }
 
 impl Context {
@@ -67,6 +69,7 @@ impl Context {
                 .into(),
             own_pod: None,
             install: Arc::new(watch::Sender::new(Default::default())),
+            list_turns: super::watch_health::list_turns(),
         }
     }
 

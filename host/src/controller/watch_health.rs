@@ -1,6 +1,8 @@
 //! A loop's watch, reporting its health. After a failure the watch starts over from a fresh
 //! list (after a backoff), so the loop is known good again only once a list has gone through:
 //! kube's watcher resumes a broken watch silently, and nothing would say when it recovered.
+//! Lists take turns ([`ListTurns`]): a page is held whole while it is read, and fifty namespace
+//! watches listing at once held fifty pages.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -86,6 +88,17 @@ impl WatchReporter {
 
 type Events<K> = BoxStream<'static, Result<Event<K>, watcher::Error>>;
 
+/// Watches of one process that may be listing at once (their first list, or a list again after
+/// a failure); the others wait for a turn before their list's first page.
+pub const LISTS_AT_ONCE: usize = 2;
+
+/// The turns of a process's watches at listing.
+pub type ListTurns = Arc<tokio::sync::Semaphore>;
+
+pub fn list_turns() -> ListTurns {
+    Arc::new(tokio::sync::Semaphore::new(LISTS_AT_ONCE))
+}
+
 struct State<K: Resource + Clone + 'static> {
     api: Api<K>,
     config: watcher::Config,
@@ -94,14 +107,19 @@ struct State<K: Resource + Clone + 'static> {
     events: Events<K>,
     /// Set after a failure: wait this long, then start over with a fresh list.
     pause: Option<Duration>,
+    turns: ListTurns,
+    /// Held from the start of a list to its end (or failure).
+    listing: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// The events of `api` as `watcher` delivers them, errors included; each error is reported and
 /// followed by a pause and a fresh list, each completed list or delivered change by a success.
+/// Each list waits for its turn among `turns`.
 pub fn watched<K>(
     api: Api<K>,
     config: watcher::Config,
     reporter: WatchReporter,
+    turns: ListTurns,
 ) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -114,6 +132,8 @@ where
         backoff: DefaultBackoff::default(),
         events,
         pause: None,
+        turns,
+        listing: None,
     };
     futures::stream::unfold(state, |mut state| async move {
         if let Some(pause) = state.pause.take() {
@@ -122,13 +142,18 @@ where
         }
         let item = state.events.next().await?;
         match &item {
+            // kube's watcher says Init before it requests the first page, and requests it
+            // when next polled: after the turn is taken. The semaphore is never closed.
+            Ok(Event::Init) => state.listing = state.turns.clone().acquire_owned().await.ok(),
             Ok(Event::InitDone) => {
+                state.listing = None;
                 state.backoff.reset();
                 state.reporter.succeeded();
             }
             Ok(Event::Apply(_) | Event::Delete(_)) => state.reporter.succeeded(),
-            Ok(Event::Init | Event::InitApply(_)) => {}
+            Ok(Event::InitApply(_)) => {}
             Err(error) => {
+                state.listing = None;
                 let pause = state.backoff.next().unwrap_or(Duration::from_secs(30));
                 state.reporter.failed(error, pause);
                 state.pause = Some(pause);

@@ -29,5 +29,10 @@ metric_group! {
         /// to do at the same resourceVersion under the same inputs, or, under `always`, an SWF
         /// still as this policy's stamped write left it (`pipewarden.io/write-digest`).
         pub swf_renders_spared: Counter = "swf_renders_spared",
+        /// Bytes of compressed SWFs the store keeps for decisions to come (at most
+        /// --swf-bodies-mib).
+        pub swf_body_bytes: Gauge = "swf_body_bytes",
+        /// SWFs read from the API server to be decided, their body not kept in the store.
+        pub swf_bodies_read: Counter = "swf_bodies_read",
     }
 }

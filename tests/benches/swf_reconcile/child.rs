@@ -24,6 +24,9 @@ const COUNT: &str = "PIPEWARDEN_BENCH_COUNT";
 const OUTCOME: &str = "PIPEWARDEN_BENCH_OUTCOME";
 const PASSES: &str = "PIPEWARDEN_BENCH_PASSES";
 const SHARD: &str = "PIPEWARDEN_BENCH_SHARD";
+/// A command pipewarden's child runs under, e.g. `heaptrack -o target/bench-swf` for a heap
+/// profile; what it measures then includes the wrapper's own cost.
+const WRAP: &str = "PIPEWARDEN_BENCH_WRAP";
 const RESULT_PREFIX: &str = "bench-result ";
 /// Time allowed for one pass of the controller.
 const PASS_TIMEOUT: Duration = Duration::from_secs(900);
@@ -81,16 +84,18 @@ pub async fn run(spec: &Spec<'_>) -> Result<Measured> {
         .then_some(DEPLOYMENT_ENV)
         .into_iter()
         .flatten();
-    let exe = std::env::current_exe()?;
+    let exe = std::env::current_exe()?.into_os_string();
     // Pinned to its own CPU where the control plane is pinned to the other (`pin`).
-    let mut command = match crate::pin::child_cpu() {
-        Some(cpu) => {
-            let mut taskset = tokio::process::Command::new("taskset");
-            taskset.arg("-c").arg(cpu.to_string()).arg(&exe);
-            taskset
-        }
-        None => tokio::process::Command::new(&exe),
+    let mut argv: Vec<std::ffi::OsString> = match crate::pin::child_cpu() {
+        Some(cpu) => vec!["taskset".into(), "-c".into(), cpu.to_string().into()],
+        None => Vec::new(),
     };
+    if spec.role == "pipewarden" {
+        argv.extend(wrapper().into_iter().map(Into::into));
+    }
+    argv.push(exe);
+    let mut command = tokio::process::Command::new(&argv[0]);
+    command.args(&argv[1..]);
     let output = command
         .envs(deployed)
         .env(ROLE, spec.role)
@@ -116,6 +121,15 @@ pub async fn run(spec: &Spec<'_>) -> Result<Measured> {
         .find_map(|line| line.strip_prefix(RESULT_PREFIX))
         .context("the child printed no result")?;
     Ok(serde_json::from_str(line)?)
+}
+
+/// The command pipewarden's child runs under, from [`WRAP`] split on spaces (none by default).
+fn wrapper() -> Vec<String> {
+    std::env::var(WRAP)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The child's `main`.

@@ -3,6 +3,7 @@
 //! conflicts, policies, a busy node, the order of a long pass and the Events of a mass rebuild. One binary; each module was a
 //! binary of its own before.
 
+mod bodies;
 mod busy_node;
 mod conflicts;
 mod events;

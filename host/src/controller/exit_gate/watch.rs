@@ -43,6 +43,7 @@ pub(super) fn inputs(
             api,
             watcher::Config::default().page_size(PAGE_SIZE),
             reporter,
+            ctx.list_turns.clone(),
         )
         .filter_map(move |event| std::future::ready(translate(index, event, &metrics)))
         .boxed()

@@ -3,6 +3,7 @@
 //! render differs (see `crate::swf::plan`), writing spec and annotations only.
 
 mod adaptive;
+mod bodies;
 mod decided;
 mod event_combine;
 mod event_limit;
@@ -40,6 +41,10 @@ use crate::swf::serving::Serving;
 const READINESS: &str = "swf";
 /// The window `--swf-writes-per-hour` counts writes in.
 const WRITE_BUDGET_WINDOW: Duration = Duration::from_secs(3600);
+/// SWFs per page of the watch's list: a page is held whole (its body, then its objects) while
+/// it is read, and a real SWF is 30-300 KB of JSON once it carries a last good render. With
+/// client-go's 500, one page of the real fleet held about 100 MB at once.
+const LIST_PAGE: u32 = 50;
 /// How often to look whether a reload put another policy in force.
 const POLICY_CHECK: Duration = Duration::from_secs(5);
 
@@ -193,6 +198,10 @@ async fn run(
             .map(|ns| Api::namespaced_with(ctx.client.clone(), ns, &swf_loop.resource))
             .collect()
     };
+    let bodies = bodies::Bodies::new(
+        args.swf_bodies_mib.saturating_mul(1 << 20),
+        ctx.metrics.scale.swf_body_bytes.clone(),
+    );
     let mut stores = Vec::new();
     let mut controllers = Vec::new();
     for api in apis {
@@ -202,15 +211,16 @@ async fn run(
         let writer = reflector::store::Writer::new(swf_loop.resource.clone());
         let reader = writer.as_reader();
         // Packed before the store: it holds keys and compressed objects (see `packed`).
-        let shard = ctx.shard;
+        let (shard, bodies) = (ctx.shard, bodies.clone());
         let (metrics, scope, store) = (
             ctx.metrics.clone(),
             api.namespace().map(str::to_owned),
             reader.clone(),
         );
-        let changed = watched(api, watcher::Config::default(), reporter)
+        let config = watcher::Config::default().page_size(LIST_PAGE);
+        let changed = watched(api, config, reporter, ctx.list_turns.clone())
             .try_filter(move |event| std::future::ready(in_shard(event, shard)))
-            .map_ok(packed::pack_event)
+            .map_ok(move |event| packed::pack_event(event, &bodies))
             .reflect(writer)
             .inspect_ok(move |event| follow_fleet(&metrics, scope.as_deref(), &store, event))
             .applied_objects();

@@ -2,10 +2,12 @@
 //! the last good render) and several times that as a parsed object. The watch delivers it as
 //! [`WatchedSwf`]: its keys and the JSON text as it came, never parsed into a tree, since most
 //! SWFs a shard watches are another shard's and are dropped unread. The store keeps
-//! [`PackedSwf`]: the keys (name, namespace, uid, resourceVersion) and the rest compressed,
-//! unpacked only while the SWF is being decided.
+//! [`PackedSwf`]: the keys (name, namespace, uid, resourceVersion) and, while the budget has room
+//! and until it is decided (`bodies`), the rest compressed, unpacked only while the SWF is being
+//! decided.
 
 use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
 
 use kube::api::{ApiResource, ObjectMeta};
 use kube::core::DynamicResourceScope;
@@ -13,6 +15,7 @@ use kube::runtime::watcher;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
+use super::bodies::{Bodies, Body};
 use crate::compress::{Format, compress, inflate};
 use crate::swf::LiveSwf;
 
@@ -55,13 +58,24 @@ impl<'de> Deserialize<'de> for WatchedSwf {
     }
 }
 
-/// An SWF as the reflector stores it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// An SWF as the reflector stores it. Copies share one body, and letting it go from one (the
+/// store's) lets it go from the store.
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct PackedSwf {
     /// Only name, namespace, uid and resourceVersion.
     pub metadata: ObjectMeta,
-    /// The whole object (without managed fields) as deflated JSON.
-    packed: Box<[u8]>,
+    /// The whole object (without managed fields) as deflated JSON, while kept.
+    #[serde(skip)]
+    body: Mutex<Option<Arc<Body>>>,
+}
+
+impl Clone for PackedSwf {
+    fn clone(&self) -> Self {
+        PackedSwf {
+            metadata: self.metadata.clone(),
+            body: Mutex::new(self.body()),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,8 +88,9 @@ pub enum PackError {
 
 impl PackedSwf {
     /// Managed fields are bookkeeping no decision reads; they are dropped. Only the top level
-    /// and the metadata are split into their fields; every value is copied as it came.
-    pub fn pack(swf: &WatchedSwf) -> Result<Self, PackError> {
+    /// and the metadata are split into their fields; every value is copied as it came. The
+    /// body is kept only if it fits in what is left of `bodies`.
+    pub fn pack(swf: &WatchedSwf, bodies: &Arc<Bodies>) -> Result<Self, PackError> {
         let text = swf.json.get();
         let top = fields(text)?;
         let mut metadata = Vec::new();
@@ -100,20 +115,48 @@ impl PackedSwf {
         let packed = compress(Format::Deflate, 1, &json)?;
         Ok(PackedSwf {
             metadata: swf.metadata.clone(),
-            packed: packed.into_boxed_slice(),
+            body: Mutex::new(bodies.keep(packed)),
         })
     }
 
+    /// Its keys alone.
+    pub fn keys_only(swf: WatchedSwf) -> Self {
+        PackedSwf {
+            metadata: swf.metadata,
+            body: Mutex::default(),
+        }
+    }
+
     /// The whole object again: its JSON text, given to the policy as it is, and its tree.
-    pub fn unpack(&self) -> Result<LiveSwf, PackError> {
-        let json = inflate(&self.packed, MAX_UNPACKED_BYTES)?;
+    /// None when its body is not kept.
+    pub fn unpack(&self) -> Result<Option<LiveSwf>, PackError> {
+        let Some(body) = self.body() else {
+            return Ok(None);
+        };
+        let json = inflate(body.bytes(), MAX_UNPACKED_BYTES)?;
         let json = String::from_utf8(json).map_err(|e| std::io::Error::other(e.utf8_error()))?;
-        Ok(LiveSwf::parse(json)?)
+        Ok(Some(LiveSwf::parse(json)?))
+    }
+
+    /// Lets the body go: the SWF is decided at this version.
+    pub fn release(&self) {
+        drop(self.lock().take());
     }
 
     /// Bytes kept for the object besides its metadata.
     pub fn packed_len(&self) -> usize {
-        self.packed.len()
+        self.body().map_or(0, |body| body.bytes().len())
+    }
+
+    fn body(&self) -> Option<Arc<Body>> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Body>>> {
+        // A panic while holding it cannot leave the Option half-written.
+        self.body
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub fn resource_version(&self) -> Option<&str> {
@@ -161,21 +204,22 @@ fn fields(object: &str) -> Result<Vec<(String, &RawValue)>, serde_json::Error> {
     serde_json::Deserializer::from_str(object).deserialize_map(Fields)
 }
 
-/// Packs every object of a watch event. An object that cannot be packed (it came as JSON, so
-/// only an allocation failure could do this) is kept as metadata alone: its reconcile reports it.
-pub fn pack_event(event: watcher::Event<WatchedSwf>) -> watcher::Event<PackedSwf> {
+/// Packs every object of a watch event (a deleted one to its keys). An object that cannot be
+/// packed (it came as JSON, so only an allocation failure could do this) is kept as its keys:
+/// its reconcile reads it again.
+pub fn pack_event(
+    event: watcher::Event<WatchedSwf>,
+    bodies: &Arc<Bodies>,
+) -> watcher::Event<PackedSwf> {
     let pack = |swf: WatchedSwf| {
-        PackedSwf::pack(&swf).unwrap_or_else(|error| {
+        PackedSwf::pack(&swf, bodies).unwrap_or_else(|error| {
             tracing::warn!(name = swf.metadata.name, %error, "cannot pack an SWF");
-            PackedSwf {
-                metadata: swf.metadata,
-                packed: Box::default(),
-            }
+            PackedSwf::keys_only(swf)
         })
     };
     match event {
         watcher::Event::Apply(swf) => watcher::Event::Apply(pack(swf)),
-        watcher::Event::Delete(swf) => watcher::Event::Delete(pack(swf)),
+        watcher::Event::Delete(swf) => watcher::Event::Delete(PackedSwf::keys_only(swf)),
         watcher::Event::InitApply(swf) => watcher::Event::InitApply(pack(swf)),
         watcher::Event::Init => watcher::Event::Init,
         watcher::Event::InitDone => watcher::Event::InitDone,
@@ -251,18 +295,44 @@ mod tests {
 
     #[test]
     fn unpacks_to_the_object_without_managed_fields() {
-        let packed = PackedSwf::pack(&watched(&swf())).expect("packed");
+        let packed = PackedSwf::pack(&watched(&swf()), &Bodies::unlimited()).expect("packed");
         let mut expected = swf();
         expected["metadata"]
             .as_object_mut()
             .unwrap()
             .remove("managedFields");
-        assert_eq!(packed.unpack().expect("unpacked").value, expected);
+        let unpacked = packed.unpack().expect("unpacked").expect("kept");
+        assert_eq!(unpacked.value, expected);
+    }
+
+    #[test]
+    fn a_body_beyond_the_budget_is_not_kept_and_a_released_one_is_given_back() {
+        let bodies = Bodies::new(5000, prometheus_client::metrics::gauge::Gauge::default());
+        let first = PackedSwf::pack(&watched(&swf()), &bodies).expect("packed");
+        let kept = first.packed_len();
+        assert!(
+            kept > 0 && bodies.held() == kept,
+            "{kept} {}",
+            bodies.held()
+        );
+        let mut large = swf();
+        large["spec"]["big"] =
+            serde_json::json!((0..2000).map(|n| n * 7919 % 104729).collect::<Vec<_>>());
+        let second = PackedSwf::pack(&watched(&large), &bodies).expect("packed");
+        assert_eq!(second.packed_len(), 0, "over budget: keys alone");
+        assert!(second.unpack().expect("no error").is_none());
+        assert_eq!(second.metadata.name.as_deref(), Some("daily"));
+        // The store's copy and the event's share the body; letting the store's go frees it.
+        let stored = first.clone();
+        drop(first);
+        assert_eq!(bodies.held(), kept);
+        stored.release();
+        assert_eq!((bodies.held(), stored.packed_len()), (0, 0));
     }
 
     #[test]
     fn keeps_only_the_keys_uncompressed() {
-        let packed = PackedSwf::pack(&watched(&swf())).expect("packed");
+        let packed = PackedSwf::pack(&watched(&swf()), &Bodies::unlimited()).expect("packed");
         assert_eq!(packed.metadata.name.as_deref(), Some("daily"));
         assert_eq!(packed.metadata.namespace.as_deref(), Some("team-a"));
         assert_eq!(packed.metadata.uid.as_deref(), Some("u-1"));
@@ -275,8 +345,8 @@ mod tests {
     fn keeps_the_fields_in_the_order_they_came() {
         let text = r#"{"spec":{"b":1,"a":2},"kind":"ScheduledWorkflow","metadata":{"uid":"u","name":"n","managedFields":[]}}"#;
         let swf: WatchedSwf = serde_json::from_str(text).expect("an SWF");
-        let packed = PackedSwf::pack(&swf).expect("packed");
-        let json = inflate(&packed.packed, usize::MAX).unwrap();
+        let packed = PackedSwf::pack(&swf, &Bodies::unlimited()).expect("packed");
+        let json = inflate(packed.body().unwrap().bytes(), usize::MAX).unwrap();
         assert_eq!(
             String::from_utf8(json).unwrap(),
             r#"{"spec":{"b":1,"a":2},"kind":"ScheduledWorkflow","metadata":{"uid":"u","name":"n"}}"#
@@ -312,11 +382,9 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_pack_is_an_error_not_an_object() {
-        let broken = PackedSwf {
-            metadata: ObjectMeta::default(),
-            packed: Box::default(),
-        };
+    fn an_empty_body_is_an_error_not_an_object() {
+        let broken = PackedSwf::default();
+        *broken.lock() = Bodies::unlimited().keep(Vec::new());
         assert!(broken.unpack().is_err());
     }
 }

@@ -60,6 +60,8 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
     let fingerprint = lp.fingerprint();
     let rv = packed.resource_version().unwrap_or_default();
     if lp.own_writes.is_echo(&namespace, &name, rv, fingerprint) {
+        // Settled when written: its body is never read.
+        packed.release();
         lp.ctx.metrics.scale.swf_own_writes_seen.inc();
         return Ok(requeue);
     }
@@ -79,9 +81,19 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
         metadata: packed.metadata.clone(),
         data: Value::Null,
     };
-    let mut live = Arc::new(packed.unpack()?);
     let api: Api<DynamicObject> =
         Api::namespaced_with(lp.ctx.client.clone(), &namespace, &lp.resource);
+    let unpacked = packed.unpack()?;
+    if unpacked.is_none() {
+        lp.ctx.metrics.scale.swf_bodies_read.inc();
+    }
+    let mut live = match unpacked {
+        Some(live) => Arc::new(live),
+        None => match read(&api, &name).await? {
+            Some(live) => live,
+            None => return Ok(gone(&lp, &key, &swf, &policy_in_force(&lp)).await),
+        },
+    };
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..PatchParams::default()
@@ -97,7 +109,7 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
                 None => plan_for(&lp, &live).await,
             },
         };
-        decided(&lp, &key, &live, fingerprint, &planned);
+        decided(&lp, &packed, &key, &live, fingerprint, &planned);
         let Some(desired) = planned.desired() else {
             let again = match &planned {
                 SwfOutcome::Failed { kind, .. } if kind.is_transient() => {
@@ -147,6 +159,8 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
                     let settled = settled.then_some(Settled::UpToDate);
                     lp.decided.record(&key, rv, fingerprint, settled);
                 }
+                // The version it was read at is gone; the watch brings the written one.
+                packed.release();
                 report(&lp, &swf, &policy, &planned).await;
                 return Ok(requeue);
             }
@@ -162,21 +176,14 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
                     return Ok(requeue);
                 }
                 tokio::time::sleep(conflict_backoff(attempts)).await;
-                // Never recreated: an SWF deleted meanwhile is left deleted.
-                match api.get_opt(&name).await? {
-                    Some(fresh) => live = Arc::new(LiveSwf::from_value(as_value(&fresh)?)),
-                    None => {
-                        lp.decided.forget(&key);
-                        report(&lp, &swf, &policy, &SwfOutcome::Gone).await;
-                        return Ok(Action::await_change());
-                    }
+                match read(&api, &name).await? {
+                    Some(fresh) => live = fresh,
+                    None => return Ok(gone(&lp, &key, &swf, &policy).await),
                 }
             }
             Err(kube::Error::Api(status)) if status.is_not_found() => {
                 count_write(&lp, "gone");
-                lp.decided.forget(&key);
-                report(&lp, &swf, &policy, &SwfOutcome::Gone).await;
-                return Ok(Action::await_change());
+                return Ok(gone(&lp, &key, &swf, &policy).await);
             }
             Err(error) if throttled_for(&error).is_some() => {
                 // The API server sheds load: fewer at once, and this SWF again after Retry-After.
@@ -215,9 +222,27 @@ fn waits_for_undecided(lp: &SwfLoop, key: &str, rv: &str, fingerprint: Fingerpri
     super::decided::waits(true, known, decided)
 }
 
-/// Records the decision on `live` (and tells the test hook).
+/// The SWF as the API server has it now; None when it is gone (never recreated: an SWF
+/// deleted meanwhile is left deleted).
+async fn read(api: &Api<DynamicObject>, name: &str) -> Result<Option<Arc<LiveSwf>>, SwfError> {
+    match api.get_opt(name).await? {
+        Some(fresh) => Ok(Some(Arc::new(LiveSwf::from_value(as_value(&fresh)?)))),
+        None => Ok(None),
+    }
+}
+
+/// Reports an SWF deleted before it was written; its next event is its deletion.
+async fn gone(lp: &SwfLoop, key: &str, swf: &DynamicObject, policy: &PolicyId) -> Action {
+    lp.decided.forget(key);
+    report(lp, swf, policy, &SwfOutcome::Gone).await;
+    Action::await_change()
+}
+
+/// Records the decision on `live` (and tells the test hook). One with nothing left to do
+/// needs no body at the next resync: the store lets it go.
 fn decided(
     lp: &SwfLoop,
+    packed: &PackedSwf,
     key: &str,
     live: &LiveSwf,
     fingerprint: Fingerprint,
@@ -233,6 +258,9 @@ fn decided(
         SwfOutcome::Skipped { .. } => Some(Settled::Skipped),
         _ => None,
     };
+    if settled.is_some() {
+        packed.release();
+    }
     lp.decided.record(key, rv, fingerprint, settled);
     if let Some(decisions) = &lp.decisions {
         let _ = decisions.send(key.to_owned());

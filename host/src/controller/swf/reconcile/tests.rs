@@ -13,6 +13,7 @@ use super::reconcile;
 use crate::cluster::policy_handle::{LoadedPolicy, PolicyHandle};
 use crate::controller::context::Context;
 use crate::controller::swf::SwfLoop;
+use crate::controller::swf::bodies::Bodies;
 use crate::controller::swf::packed::{PackedSwf, WatchedSwf};
 use crate::engine::RebuildPolicy;
 use crate::metrics::Label;
@@ -84,8 +85,11 @@ impl Harness {
     }
 
     async fn reconcile(&self, swf: &Value) -> Result<Action, super::SwfError> {
-        let watched: WatchedSwf = serde_json::from_str(&swf.to_string()).expect("an SWF object");
-        let packed = Arc::new(PackedSwf::pack(&watched).expect("packs"));
+        self.reconcile_packed(packed(swf, &Bodies::unlimited()))
+            .await
+    }
+
+    async fn reconcile_packed(&self, packed: Arc<PackedSwf>) -> Result<Action, super::SwfError> {
         reconcile(packed, self.swf_loop.clone()).await
     }
 
@@ -129,6 +133,19 @@ fn live(fixture: &str, rv: &str) -> Value {
     swf["metadata"]["uid"] = json!("6a1c0b2e-5d4f-4e3a-9b8c-7d6e5f4a3b2c");
     swf["metadata"]["resourceVersion"] = json!(rv);
     swf
+}
+
+/// `swf` as the store keeps it, its body within `bodies`.
+fn packed(swf: &Value, bodies: &Arc<Bodies>) -> Arc<PackedSwf> {
+    let watched: WatchedSwf = serde_json::from_str(&swf.to_string()).expect("an SWF object");
+    Arc::new(PackedSwf::pack(&watched, bodies).expect("packs"))
+}
+
+/// `swf` as the store keeps it when its budget is spent: its keys alone.
+fn keys_only(swf: &Value) -> Arc<PackedSwf> {
+    let kept = packed(swf, &Bodies::new(0, Default::default()));
+    assert_eq!(kept.packed_len(), 0);
+    kept
 }
 
 /// What a metadata-only PATCH answers.
@@ -400,4 +417,73 @@ async fn an_swf_as_its_stamped_write_left_it_needs_no_render_after_a_restart() {
         h.api.assert_done();
         assert!(h.api.received().is_empty(), "nothing written");
     }
+}
+
+/// An SWF listed while the store's budget was spent is read once, then decided and written
+/// as if its body had been kept; one deleted meanwhile is reported gone, not written.
+#[tokio::test]
+async fn an_swf_kept_without_its_body_is_read_then_decided() {
+    let h = Harness::new(RebuildPolicy::Always, true);
+    let stale = live("swf/kfp-2.3.yaml", "100");
+    h.api
+        .finds(PATH, stale.clone())
+        .writes(PATH, written("101"));
+    h.reconcile_packed(keys_only(&stale)).await.unwrap();
+    h.api.assert_done();
+    let received = h.api.received();
+    let methods: Vec<&Method> = received.iter().map(|r| &r.method).collect();
+    assert_eq!(methods, [&Method::GET, &Method::PATCH]);
+    assert_eq!(received[1].body["metadata"]["resourceVersion"], "100");
+    assert_eq!((h.writes("ok"), h.decisions("rebuild")), (1, 1));
+    assert_eq!(h.metrics.scale.swf_bodies_read.get(), 1);
+
+    let h = Harness::new(RebuildPolicy::Always, true);
+    h.api.finds_nothing(PATH);
+    let action = h.reconcile_packed(keys_only(&stale)).await.unwrap();
+    h.api.assert_done();
+    assert_eq!(action, Action::await_change());
+    assert_eq!((h.api.received().len(), h.decisions("gone")), (1, 1));
+}
+
+/// An SWF decided with nothing left to do, or written, lets its body go; the resync of it at
+/// that version needs none and reads nothing.
+#[tokio::test]
+async fn a_decided_swf_lets_its_body_go_and_its_resync_reads_nothing() {
+    let h = Harness::new(RebuildPolicy::Always, true);
+    let bodies = Bodies::unlimited();
+    let current = packed(&live("swf/kfp-2.17.yaml", "100"), &bodies);
+    assert!(bodies.held() > 0);
+    h.reconcile_packed(current.clone()).await.unwrap();
+    assert_eq!((current.packed_len(), bodies.held()), (0, 0));
+    h.reconcile_packed(current).await.unwrap();
+    assert_eq!(h.decisions("up-to-date"), 2);
+    assert_eq!(h.metrics.scale.swf_bodies_read.get(), 0);
+    h.api.assert_done();
+    assert!(h.api.received().is_empty());
+
+    // Changed since (another version): decided afresh, written, let go.
+    h.api.writes(PATH, written("201"));
+    let stale = packed(&live("swf/kfp-2.3.yaml", "200"), &bodies);
+    h.reconcile_packed(stale.clone()).await.unwrap();
+    h.api.assert_done();
+    assert_eq!((h.writes("ok"), bodies.held()), (1, 0));
+    // The watch's echo of that write comes with a body of its own, never read.
+    let echo = packed(&live("swf/kfp-2.3.yaml", "201"), &bodies);
+    h.reconcile_packed(echo).await.unwrap();
+    assert_eq!(h.metrics.scale.swf_own_writes_seen.get(), 1);
+    assert_eq!(bodies.held(), 0);
+    assert_eq!(h.api.received().len(), 1, "the write alone");
+}
+
+/// A failed write keeps the body: the retry decides from it.
+#[tokio::test]
+async fn an_swf_left_to_do_keeps_its_body() {
+    let h = Harness::new(RebuildPolicy::Always, true);
+    let refusal = status(500, "InternalError", "etcdserver: request timed out");
+    h.api.expect(Method::PATCH, PATH, 500, refusal);
+    let bodies = Bodies::unlimited();
+    let stale = packed(&live("swf/kfp-2.3.yaml", "100"), &bodies);
+    let _ = h.reconcile_packed(stale.clone()).await;
+    h.api.assert_done();
+    assert!(stale.packed_len() > 0 && bodies.held() == stale.packed_len());
 }
