@@ -24,7 +24,8 @@
 //! `make bench-swf` (`SWFS=N`, default 2,000; `SHARDS=N`, default 1; `ROUNDS=N`, default 3;
 //! `FLEET=real|uniform`, default real), `make bench-swf-10k`, or `PIPEWARDEN_BENCH_SWFS=N
 //! PIPEWARDEN_BENCH_SHARDS=N PIPEWARDEN_BENCH_ROUNDS=N PIPEWARDEN_BENCH_FLEET=real cargo bench
-//! -p pipewarden-tests --bench swf_reconcile`.
+//! -p pipewarden-tests --bench swf_reconcile`. `PIPEWARDEN_BENCH_WRAP="heaptrack -o FILE"` runs
+//! pipewarden's child under that command (`child.rs`).
 
 mod child;
 mod pin;
