@@ -37,7 +37,7 @@ pub struct Context {
     /// What the settings source and the KFP API said about the install (`swf::serving`).
     pub install: Arc<watch::Sender<crate::swf::serving::InstallFacts>>,
     /// Every watch's lists take turns (`watch_health`).
-    pub list_turns: super::watch_health::ListTurns,
+    pub list_turns: super::list_turns::ListTurns,
 }
 
 impl Context {
@@ -69,7 +69,7 @@ impl Context {
                 .into(),
             own_pod: None,
             install: Arc::new(watch::Sender::new(Default::default())),
-            list_turns: super::watch_health::list_turns(),
+            list_turns: super::list_turns::list_turns(),
         }
     }
 

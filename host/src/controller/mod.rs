@@ -5,6 +5,7 @@ pub mod context;
 pub mod exit_gate;
 pub mod health;
 pub mod leadership;
+pub mod list_turns;
 pub mod reports;
 pub mod swf;
 pub mod watch_health;

@@ -1,7 +1,7 @@
 //! A loop's watch, reporting its health. After a failure the watch starts over from a fresh
 //! list (after a backoff), so the loop is known good again only once a list has gone through:
 //! kube's watcher resumes a broken watch silently, and nothing would say when it recovered.
-//! Lists take turns ([`ListTurns`]): a page is held whole while it is read, and fifty namespace
+//! Lists take turns (`list_turns`): a page is held whole while it is read, and fifty namespace
 //! watches listing at once held fifty pages.
 
 use std::fmt::Debug;
@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 
 use super::context::Context;
 use super::health::Readiness;
+use super::list_turns::ListTurns;
 use crate::cluster::api_error::describe_watch;
 use crate::metrics::{Metrics, WatchLabel};
 
@@ -87,17 +88,6 @@ impl WatchReporter {
 }
 
 type Events<K> = BoxStream<'static, Result<Event<K>, watcher::Error>>;
-
-/// Watches of one process that may be listing at once (their first list, or a list again after
-/// a failure); the others wait for a turn before their list's first page.
-pub const LISTS_AT_ONCE: usize = 2;
-
-/// The turns of a process's watches at listing.
-pub type ListTurns = Arc<tokio::sync::Semaphore>;
-
-pub fn list_turns() -> ListTurns {
-    Arc::new(tokio::sync::Semaphore::new(LISTS_AT_ONCE))
-}
 
 struct State<K: Resource + Clone + 'static> {
     api: Api<K>,
