@@ -6,7 +6,7 @@
 //! however many SWFs the cluster holds.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 
 use prometheus_client::metrics::gauge::Gauge;
 
@@ -14,9 +14,8 @@ use prometheus_client::metrics::gauge::Gauge;
 #[derive(Debug)]
 pub struct Bodies {
     limit: i64,
-    held: AtomicI64,
-    /// `pipewarden_swf_body_bytes`.
-    gauge: Gauge,
+    /// `pipewarden_swf_body_bytes`: the bytes held, which the budget is checked against.
+    held: Gauge,
 }
 
 /// One kept body; its bytes count against the budget until it is dropped.
@@ -26,15 +25,15 @@ pub struct Body {
 }
 
 impl Bodies {
-    pub fn new(limit_bytes: usize, gauge: Gauge) -> Arc<Bodies> {
+    pub fn new(limit_bytes: usize, held: Gauge) -> Arc<Bodies> {
         Arc::new(Bodies {
             limit: i64::try_from(limit_bytes).unwrap_or(i64::MAX),
-            held: AtomicI64::new(0),
-            gauge,
+            held,
         })
     }
 
-    /// No budget to speak of: every body is kept (tests).
+    /// No budget to speak of: every body is kept.
+    #[cfg(test)]
     pub fn unlimited() -> Arc<Bodies> {
         Bodies::new(usize::MAX, Gauge::default())
     }
@@ -44,9 +43,9 @@ impl Bodies {
         let len = i64::try_from(bytes.len()).ok()?;
         let fits = |held: i64| (held.saturating_add(len) <= self.limit).then_some(held + len);
         self.held
+            .inner()
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, fits)
             .ok()?;
-        self.gauge.inc_by(len);
         Some(Arc::new(Body {
             bytes: bytes.into_boxed_slice(),
             bodies: self.clone(),
@@ -54,8 +53,9 @@ impl Bodies {
     }
 
     /// Bytes held now.
+    #[cfg(test)]
     pub fn held(&self) -> usize {
-        usize::try_from(self.held.load(Ordering::Acquire)).unwrap_or_default()
+        usize::try_from(self.held.get()).unwrap_or_default()
     }
 }
 
@@ -67,9 +67,7 @@ impl Body {
 
 impl Drop for Body {
     fn drop(&mut self) {
-        let len = self.bytes.len() as i64;
-        self.bodies.held.fetch_sub(len, Ordering::AcqRel);
-        self.bodies.gauge.dec_by(len);
+        self.bodies.held.dec_by(self.bytes.len() as i64);
     }
 }
 

@@ -83,16 +83,16 @@ pub async fn reconcile(packed: Arc<PackedSwf>, lp: Arc<SwfLoop>) -> Result<Actio
     };
     let api: Api<DynamicObject> =
         Api::namespaced_with(lp.ctx.client.clone(), &namespace, &lp.resource);
-    let unpacked = packed.unpack()?;
-    if unpacked.is_none() {
-        lp.ctx.metrics.scale.swf_bodies_read.inc();
-    }
-    let mut live = match unpacked {
-        Some(live) => Arc::new(live),
-        None => match read(&api, &name).await? {
-            Some(live) => live,
-            None => return Ok(gone(&lp, &key, &swf, &policy_in_force(&lp)).await),
-        },
+    // Without its body (`bodies`), the SWF is read as it is now.
+    let fresh = match packed.unpack()? {
+        Some(live) => Some(Arc::new(live)),
+        None => {
+            lp.ctx.metrics.scale.swf_bodies_read.inc();
+            read(&api, &name).await?
+        }
+    };
+    let Some(mut live) = fresh else {
+        return Ok(gone(&lp, &key, &swf, &policy_in_force(&lp)).await);
     };
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
